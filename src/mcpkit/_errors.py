@@ -1,0 +1,184 @@
+"""Error codes, the exceptions users see, and text flattening (DESIGN.md §2–§4).
+
+Two kinds of failure are kept apart everywhere: a *failed operation* is a successful
+response whose result says ``isError: true``; a *protocol error* is a JSON-RPC error
+object, raised on the client as :class:`McpError`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+__all__ = [
+    "PARSE_ERROR",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "INVALID_PARAMS",
+    "INTERNAL_ERROR",
+    "UNAUTHORIZED",
+    "REQUEST_TIMEOUT",
+    "RESOURCE_NOT_FOUND",
+    "REQUEST_CANCELLED",
+    "HEADER_MISMATCH",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "DEFAULT_MAX_ERROR_TEXT",
+    "McpError",
+    "RequestTimeout",
+    "ConnectionClosed",
+    "ToolError",
+    "HttpError",
+    "flatten_text",
+]
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+UNAUTHORIZED: Final = -32000
+REQUEST_TIMEOUT: Final = -32001
+#: Legacy-era (2025-11-25 and earlier) "resource not found"; never emitted in the modern era.
+RESOURCE_NOT_FOUND: Final = -32002
+REQUEST_CANCELLED: Final = -32800
+HEADER_MISMATCH: Final = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+
+DEFAULT_MAX_ERROR_TEXT: Final = 1024
+
+_DEFAULT_STATUS = {METHOD_NOT_FOUND: 404, INTERNAL_ERROR: 500}
+
+
+class McpError(Exception):
+    """A JSON-RPC error: raised by the client for an error response, and raised by
+    server code to answer with exactly this code, message and data.
+
+    ``local`` is true only for errors that arose inside this process (a deadline, a
+    closed connection) and were never sent by the peer.
+    """
+
+    local: bool = False
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        status: int | None = None,
+    ) -> None:
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise TypeError(f"McpError code must be an int, not {type(code).__name__}")
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.status = status
+
+    @property
+    def http_status(self) -> int:
+        """The HTTP status a modern-era JSON response carries for this error."""
+        if self.status is not None:
+            return self.status
+        return _DEFAULT_STATUS.get(self.code, 400)
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def __repr__(self) -> str:
+        extra = f", data={self.data!r}" if self.data is not None else ""
+        return f"{type(self).__name__}({self.code}, {self.message!r}{extra})"
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member for this error."""
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+
+class RequestTimeout(McpError):
+    """A request's deadline passed before its response arrived (local, code -32001).
+
+    The request may still have run on the server: treat a timed-out non-idempotent
+    request as having an unknown outcome.
+    """
+
+    local = True
+
+    def __init__(self, request_id: int | str | None = None) -> None:
+        super().__init__(REQUEST_TIMEOUT, "Request timed out", {"id": request_id})
+
+
+class ConnectionClosed(McpError):
+    """The transport ended (process exited, connection refused or reset) before a
+    response arrived.
+
+    Local: code -32000 (JSON-RPC's generic server error) is only a label here; the
+    peer never sent it, and ``local`` is true.
+    """
+
+    local = True
+
+    def __init__(self, reason: str = "Connection closed") -> None:
+        super().__init__(-32000, reason)
+
+
+class ToolError(Exception):
+    """Raise from a tool handler to fail the call with exactly this text as an
+    ``isError`` result. The text is never masked (it is still flattened and bounded)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class HttpError(Exception):
+    """An exception that carries an HTTP status, raised by handler code.
+
+    It maps to a JSON-RPC error per era (DESIGN.md §2); any exception with an integer
+    ``status_code`` attribute (Starlette's ``HTTPException``, for one) maps the same way.
+    """
+
+    def __init__(self, status_code: int, message: str = "") -> None:
+        super().__init__(status_code, message)
+        self.status_code = status_code
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message or f"HTTP {self.status_code}"
+
+
+# C0 controls, DEL, C1 controls, LINE SEPARATOR, PARAGRAPH SEPARATOR -> space;
+# lone surrogates (which cannot be encoded as UTF-8) -> U+FFFD.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ELLIPSIS = "…"
+_ELLIPSIS_BYTES = len(_ELLIPSIS.encode())
+
+
+def flatten_text(text: str | bytes, limit: int = DEFAULT_MAX_ERROR_TEXT) -> str:
+    """Make ``text`` safe to put in an error message or a tool error text.
+
+    Control characters (C0, C1, DEL) and U+2028/U+2029 become a space, invalid UTF-8
+    becomes U+FFFD, and the result is at most ``limit`` bytes of UTF-8, cut on a
+    character boundary with ``"…"`` appended when cut (the ellipsis counts toward
+    the limit).
+
+    Raises ``ValueError`` if ``limit`` is smaller than 4 bytes.
+    """
+    if limit < 4:
+        raise ValueError("limit must be at least 4 bytes")
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = _CONTROL.sub(" ", text)
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    if len(text) * 4 <= limit:  # fast path: cannot be over the limit
+        return text
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    return encoded[: limit - _ELLIPSIS_BYTES].decode("utf-8", "ignore") + _ELLIPSIS
