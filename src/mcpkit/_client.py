@@ -6,14 +6,15 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from . import __version__
 from ._errors import INTERNAL_ERROR, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, ConnectionClosed, McpError, RequestTimeout
-from ._peer import Peer, ProgressCallback, check_timeout
 from ._jsonrpc import RequestReceived
+from ._peer import Peer, ProgressCallback, check_timeout
+from ._server import Server
 from ._transport import Transport, memory_pair
 from ._types import (
     LATEST_PROTOCOL_VERSION,
@@ -34,9 +35,6 @@ from ._types import (
     ReadResourceResult,
     Root,
 )
-
-if TYPE_CHECKING:
-    from ._server import Server
 
 __all__ = ["Client", "ClientOptions", "RequestOptions"]
 
@@ -116,11 +114,11 @@ class Client:
     def __init__(self, transport: Transport | Server, options: ClientOptions | None = None) -> None:
         self.options = options or ClientOptions()
         self._server: Server | None = None
-        if hasattr(transport, "serve") and hasattr(transport, "tool"):
-            self._server = transport  # type: ignore[assignment]
+        if isinstance(transport, Server):
+            self._server = transport
             self.transport: Transport = memory_pair()[0]
         else:
-            self.transport = transport  # type: ignore[assignment]
+            self.transport = transport
         self._peer: Peer | None = None
         self._serve_task: asyncio.Task[None] | None = None
         self.era: Literal["modern", "legacy"] | None = None
@@ -129,6 +127,7 @@ class Client:
         self.server_capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
         self._meta: dict[str, Any] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -136,9 +135,7 @@ class Client:
         await self.connect()
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
 
     async def connect(self) -> None:
@@ -179,7 +176,7 @@ class Client:
         if task is not None:
             try:
                 await asyncio.wait_for(task, 5.0)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 pass
 
     async def _negotiate(self) -> None:
@@ -292,9 +289,13 @@ class Client:
         if method == "notifications/message" and self.options.on_log is not None:
             level = data.get("level")
             logger = data.get("logger")
-            res = self.options.on_log(level if isinstance(level, str) else "info", data.get("data"), logger if isinstance(logger, str) else None)
+            res = self.options.on_log(
+                level if isinstance(level, str) else "info", data.get("data"), logger if isinstance(logger, str) else None
+            )
             if asyncio.iscoroutine(res):
-                asyncio.ensure_future(res)
+                task = asyncio.ensure_future(res)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         if self.options.on_notification is not None:
             self.options.on_notification(method, data)
 
@@ -303,7 +304,9 @@ class Client:
     def _timeout(self, timeout: float | None) -> float:
         return self.options.request_timeout if timeout is None else check_timeout(timeout)
 
-    async def _request(self, method: str, params: dict[str, Any] | None, timeout: float, on_progress: ProgressCallback | None) -> msgspec.Raw:
+    async def _request(
+        self, method: str, params: dict[str, Any] | None, timeout: float, on_progress: ProgressCallback | None
+    ) -> msgspec.Raw:
         peer = self._peer
         if peer is None:
             raise RuntimeError("the client is not connected; use 'async with Client(...)' or await connect()")
@@ -377,7 +380,9 @@ class Client:
     async def list_resources(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourcesResult:
         return await self._typed("resources/list", _cursor(cursor), ListResourcesResult, timeout)
 
-    async def list_resource_templates(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourceTemplatesResult:
+    async def list_resource_templates(
+        self, cursor: str | None = None, *, timeout: float | None = None
+    ) -> ListResourceTemplatesResult:
         return await self._typed("resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout)
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
@@ -386,7 +391,9 @@ class Client:
     async def list_prompts(self, cursor: str | None = None, *, timeout: float | None = None) -> ListPromptsResult:
         return await self._typed("prompts/list", _cursor(cursor), ListPromptsResult, timeout)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None) -> GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+    ) -> GetPromptResult:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = arguments

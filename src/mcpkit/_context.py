@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,7 +15,7 @@ from ._types import LOG_LEVELS, Implementation
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["Context", "LogLevel"]
+__all__ = ["Context", "LogLevel", "is_context_type"]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 _RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
@@ -22,6 +23,14 @@ _log = logging.getLogger("mcpkit.server")
 
 Notify = Callable[[str, dict[str, Any]], None]
 _decode_params = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+def is_context_type(tp: Any) -> bool:
+    """Whether a parameter annotated ``tp`` wants the :class:`Context` injected
+    (``Context``, a subclass, or ``Context | None``)."""
+    if isinstance(tp, type):
+        return issubclass(tp, Context)
+    return any(isinstance(a, type) and issubclass(a, Context) for a in typing.get_args(tp))
 
 
 class Context:
@@ -34,22 +43,22 @@ class Context:
     """
 
     __slots__ = (
-        "server",
-        "request_id",
-        "method",
-        "era",
-        "protocol_version",
-        "client_info",
-        "client_capabilities",
-        "meta",
-        "_raw_params",
-        "_params",
-        "_notify",
-        "_log_level",
-        "_progress_token",
-        "_last_progress",
         "_done",
+        "_last_progress",
+        "_log_level",
+        "_notify",
+        "_params",
+        "_progress_token",
+        "_raw_params",
         "_session",
+        "client_capabilities",
+        "client_info",
+        "era",
+        "meta",
+        "method",
+        "protocol_version",
+        "request_id",
+        "server",
         "state",
     )
 

@@ -68,7 +68,7 @@ _to_error_object: Final = msgspec.json.Decoder(_ErrorObject).decode
 class Outgoing:
     """A request we sent (or are about to send) and whose response we await."""
 
-    __slots__ = ("id", "method", "data", "deadline", "sent", "progress_token", "waiter")
+    __slots__ = ("data", "deadline", "id", "method", "progress_token", "sent", "waiter")
 
     def __init__(self, rid: RequestId, method: str, data: bytes, deadline: float) -> None:
         self.id = rid
@@ -102,7 +102,7 @@ class NotificationReceived:
 class ResponseReceived:
     """The response to one of our requests: ``result`` (raw JSON) or ``error``."""
 
-    __slots__ = ("request", "result", "error")
+    __slots__ = ("error", "request", "result")
 
     def __init__(self, request: Outgoing, result: msgspec.Raw | None, error: McpError | None) -> None:
         self.request = request
@@ -111,7 +111,7 @@ class ResponseReceived:
 
 
 class ProgressReceived:
-    __slots__ = ("request", "progress", "total", "message")
+    __slots__ = ("message", "progress", "request", "total")
 
     def __init__(self, request: Outgoing, progress: float, total: float | None, message: str | None) -> None:
         self.request = request
@@ -308,7 +308,7 @@ class Engine:
                     _error_bytes(rid if _valid_id(rid) else None, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
                 )
             params = env.params
-            if params and memoryview(params)[:1] != b"{":
+            if params and bytes(memoryview(params)[:1]) != b"{":
                 if bytes(memoryview(params)[:4]) == b"null":
                     params = msgspec.Raw()
                 elif not has_id:
@@ -379,7 +379,9 @@ class Engine:
                 return CancelReceived(rid, reason)
             out = self._forget(rid)
             if out is not None:  # the peer gave up on a request we sent it
-                return ResponseReceived(out, None, McpError(REQUEST_CANCELLED, "Request cancelled", {"reason": reason} if reason else None))
+                return ResponseReceived(
+                    out, None, McpError(REQUEST_CANCELLED, "Request cancelled", {"reason": reason} if reason else None)
+                )
             return None
         return NotificationReceived(method, params)
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, unquote
 
 import msgspec
 
-from ._context import Context
+from ._context import Context, is_context_type
 from ._schema import parse_docstring
 from ._types import (
     Content,
@@ -59,7 +59,7 @@ class UriTemplate:
             self.variables.extend(names)
             if op in ("?", "&"):
                 self._query_vars.extend(names)
-                pattern += r"(?:[?&](?P<_q%d>[^#]*))?" % len(self._query_vars)
+                pattern += rf"(?:[?&](?P<_q{len(self._query_vars)}>[^#]*))?"
                 continue
             groups = []
             for n in names:
@@ -68,7 +68,7 @@ class UriTemplate:
             sep = {"": ",", "+": ",", "#": ",", ".": r"\.", "/": "/", ";": ";"}[op]
             prefix = {"": "", "+": "", "#": "#", ".": r"\.", "/": "/", ";": ";"}[op]
             if op == ";":
-                groups = [f"{re.escape(n)}=?{g}" for n, g in zip(names, groups)]
+                groups = [f"{re.escape(n)}=?{g}" for n, g in zip(names, groups, strict=True)]
             pattern += prefix + sep.join(groups)
         pattern += re.escape(template[pos:]) + "$"
         self._regex = re.compile(pattern)
@@ -111,13 +111,13 @@ def _wants_context(fn: Callable[..., Any]) -> str | None:
     except Exception:
         return None
     for name, tp in hints.items():
-        if isinstance(tp, type) and issubclass(tp, Context):
+        if name != "return" and is_context_type(tp):
             return name
     return None
 
 
 class _Handler:
-    __slots__ = ("fn", "is_async", "context_param", "accepted", "var_kwargs")
+    __slots__ = ("accepted", "context_param", "fn", "is_async", "var_kwargs")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
@@ -227,4 +227,3 @@ def to_prompt_result(value: Any, description: str | None) -> GetPromptResult:
         return value
     items = value if isinstance(value, (list, tuple)) else [value]
     return GetPromptResult(description=description, messages=[_message(i) for i in items])
-

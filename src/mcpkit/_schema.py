@@ -184,7 +184,7 @@ def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         if issubclass(tp, enum.Enum):
             return {"enum": [m.value for m in tp]}
         if _is_pydantic_model(tp):
-            return _hoist(tp.model_json_schema(ref_template="#/$defs/{model}"), defs)
+            return _hoist(typing.cast(Any, tp).model_json_schema(ref_template="#/$defs/{model}"), defs)
         if issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp):
             try:
                 (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")

@@ -83,7 +83,16 @@ _META_INFO = "io.modelcontextprotocol/clientInfo"
 _META_LEVEL = "io.modelcontextprotocol/logLevel"
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
-_H3_CODES = {400: INVALID_PARAMS, 422: INVALID_PARAMS, 401: -32001, 403: -32003, 404: -32004, 408: -32008, 409: -32009, 429: -32029}
+_H3_CODES = {
+    400: INVALID_PARAMS,
+    422: INVALID_PARAMS,
+    401: -32001,
+    403: -32003,
+    404: -32004,
+    408: -32008,
+    409: -32009,
+    429: -32029,
+}
 _CURSOR_PREFIX = b"mcpkit:"
 
 _decode_meta = msgspec.json.Decoder(_Params).decode
@@ -103,7 +112,7 @@ def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
 class _Session:
     """Per-connection legacy-era state (a stdio process, an in-memory pair)."""
 
-    __slots__ = ("initialized", "protocol_version", "client_info", "client_capabilities", "log_level", "peer")
+    __slots__ = ("client_capabilities", "client_info", "initialized", "log_level", "peer", "protocol_version")
 
     def __init__(self) -> None:
         self.initialized = False
@@ -187,6 +196,7 @@ class Server:
     @overload
     def tool(
         self,
+        /,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -248,7 +258,14 @@ class Server:
         duplicate name."""
         self._add(
             tool_from_schema(
-                name, description, input_schema, handler, title=title, output_schema=output_schema, annotations=annotations, meta=meta
+                name,
+                description,
+                input_schema,
+                handler,
+                title=title,
+                output_schema=output_schema,
+                annotations=annotations,
+                meta=meta,
             )
         )
 
@@ -281,14 +298,18 @@ class Server:
             summary, _ = parse_docstring(fn.__doc__)
             desc = description if description is not None else summary
             if "{" in uri:
-                tpl = ResourceTemplate(uri_template=uri, name=name or fn.__name__, title=title, description=desc, mime_type=mime_type, meta=meta)
+                tpl = ResourceTemplate(
+                    uri_template=uri, name=name or fn.__name__, title=title, description=desc, mime_type=mime_type, meta=meta
+                )
                 self._templates.append(TemplateDef(tpl, fn))
             else:
                 if not is_valid_uri(uri):
                     raise ValueError(f"invalid resource URI {uri!r}")
                 if uri in self._resources:
                     raise ValueError(f"a resource with URI {uri!r} is already registered")
-                res = Resource(uri=uri, name=name or fn.__name__, title=title, description=desc, mime_type=mime_type, size=size, meta=meta)
+                res = Resource(
+                    uri=uri, name=name or fn.__name__, title=title, description=desc, mime_type=mime_type, size=size, meta=meta
+                )
                 self._resources[uri] = ResourceDef(res, fn)
             return fn
 
@@ -299,7 +320,13 @@ class Server:
 
     @overload
     def prompt(
-        self, *, name: str | None = None, title: str | None = None, description: str | None = None, meta: dict[str, Any] | None = None
+        self,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -546,7 +573,9 @@ class Server:
     def _internal_error(self, exc: BaseException, what: str) -> McpError:
         ref = uuid.uuid4().hex[:12]
         log.error("%s failed (reference %s)", what, ref, exc_info=exc)
-        message = flatten_text(str(exc) or type(exc).__name__, self.max_error_text) if self.expose_internal_errors else "Internal error"
+        message = (
+            flatten_text(str(exc) or type(exc).__name__, self.max_error_text) if self.expose_internal_errors else "Internal error"
+        )
         return McpError(INTERNAL_ERROR, message, {"reference": ref})
 
     def _protocol_error(self, exc: Exception, era: Era, method: str) -> McpError:

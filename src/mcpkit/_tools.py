@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema_rs
 import msgspec
 
-from ._context import Context
+from ._context import Context, is_context_type
 from ._errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError, flatten_text
 from ._schema import (
     SchemaError,
@@ -70,16 +70,16 @@ class ToolDef:
     """A registered tool: its wire description and how to call it."""
 
     __slots__ = (
-        "name",
-        "tool",
+        "context_param",
         "fn",
         "is_async",
-        "raw",
-        "context_param",
-        "params",
-        "var_kwargs",
-        "validator",
+        "name",
         "output_validator",
+        "params",
+        "raw",
+        "tool",
+        "validator",
+        "var_kwargs",
         "wrap_result",
     )
 
@@ -97,7 +97,7 @@ class ToolDef:
         self.name = tool.name
         self.tool = tool
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
         self.raw = raw
         self.context_param = context_param
         #: Parameter name -> converter (None: pass the JSON value as is).
@@ -117,7 +117,9 @@ class ToolDef:
         match the input schema."""
         reason = describe_error(self.validator, arguments)
         if reason is not None:
-            raise McpError(INVALID_PARAMS, f"Invalid arguments for tool {flatten_text(self.name, 256)}: {flatten_text(reason, limit)}")
+            raise McpError(
+                INVALID_PARAMS, f"Invalid arguments for tool {flatten_text(self.name, 256)}: {flatten_text(reason, limit)}"
+            )
 
     def _bind(self, arguments: dict[str, Any], ctx: Context, limit: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
@@ -167,7 +169,7 @@ class ToolDef:
                 log.error("tool %r failed (reference %s)", self.name, ref, exc_info=exc)
                 text = f"Tool '{flatten_text(self.name, 256)}' failed (reference {ref})"
             else:
-                text = flatten_text(str(exc) or type(exc).__name__, limit)
+                text = flatten_text(_exception_text(exc), limit)
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
         result = to_call_result(value, structured=self.tool.output_schema is not None, wrap=self.wrap_result)
         if self.output_validator is not None and not result.is_error:
@@ -184,6 +186,17 @@ class ToolDef:
             ref = uuid.uuid4().hex[:12]
             log.error("tool %r broke its outputSchema: %s (reference %s)", self.name, reason, ref)
             raise McpError(INTERNAL_ERROR, "Internal error", {"reference": ref})
+
+
+def _exception_text(exc: BaseException) -> str:
+    """The exception's message; a bare ``KeyError`` (whose message is just the key)
+    and a message-less exception also name the type, so the text is readable."""
+    text = str(exc)
+    if not text:
+        return type(exc).__name__
+    if type(exc) is KeyError:
+        return f"KeyError: {text}"
+    return text
 
 
 def _pydantic_reason(exc: Any) -> str:
@@ -230,7 +243,7 @@ def _to_builtins(value: Any) -> Any:
 
 def _context_param(fn: Callable[..., Any], hints: Mapping[str, Any]) -> str | None:
     for name, tp in hints.items():
-        if isinstance(tp, type) and issubclass(tp, Context):
+        if name != "return" and is_context_type(tp):
             return name
     return None
 

@@ -398,7 +398,7 @@ class StdioTransport:
                         pass
                 try:
                     await asyncio.wait_for(asyncio.shield(exited), self.shutdown_timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
         except BaseException:
             if not exited.done():

@@ -7,7 +7,7 @@ readable.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, Union
+from typing import Any, Final, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType, field
@@ -142,7 +142,7 @@ class EmbeddedResource(_Wire, kw_only=True, tag_field="type", tag="resource"):
     meta: Meta | None = field(default=None, name="_meta")
 
 
-Content = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+Content = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
 # --- results -----------------------------------------------------------------------------

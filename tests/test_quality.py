@@ -1,0 +1,22 @@
+"""Static checks run as part of the suite: ruff and mypy --strict must be clean."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_clean() -> None:
+    proc = _run("ruff", "check", "src", "tests", "examples")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_strict_clean() -> None:
+    proc = _run("mypy", "--strict", "src/mcpkit")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
