@@ -8,12 +8,12 @@ import re
 import typing
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, unquote
 
 import msgspec
 
 from ._context import Context, is_context_type
 from ._schema import parse_docstring
+from ._threads import run_sync
 from ._types import (
     Content,
     GetPromptResult,
@@ -85,6 +85,8 @@ class UriTemplate:
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The variables if ``uri`` matches, else None. Values are percent-decoded."""
+        from urllib.parse import parse_qs, unquote
+
         m = self._regex.match(uri)
         if m is None:
             return None
@@ -128,15 +130,13 @@ class _Handler:
         self.var_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
 
     async def __call__(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
-        from ._tools import call_sync
-
         if not self.var_kwargs:
             kwargs = {k: v for k, v in kwargs.items() if k in self.accepted}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         if self.is_async:
             return await self.fn(**kwargs)
-        return await call_sync(self.fn, **kwargs)
+        return await run_sync(self.fn, **kwargs)
 
 
 class ResourceDef:

@@ -1,10 +1,8 @@
-"""JSON Schema from Python type hints, argument validation and conversion.
+"""JSON Schema from Python type hints, docstrings, and JSON -> Python conversion.
 
-Input schemas are derived once, at registration; arguments are validated against
-JSON Schema 2020-12 with ``jsonschema_rs`` (compiled once per tool, no network
-``$ref`` resolution) and then converted to the annotated Python types with msgspec
-(or pydantic, for pydantic models, when pydantic is installed). Failures become one
-short, human-readable reason, never a validator dump.
+Input schemas are derived once, at registration. Validated arguments are converted to
+the annotated Python types with msgspec (or pydantic, for pydantic models, when
+pydantic is installed).
 """
 
 from __future__ import annotations
@@ -19,13 +17,12 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
-import jsonschema_rs
 import msgspec
+
+from ._validate import SchemaError
 
 __all__ = [
     "SchemaError",
-    "compile_schema",
-    "describe_error",
     "type_schema",
     "is_structured",
     "parse_docstring",
@@ -34,54 +31,6 @@ __all__ = [
 ]
 
 _NoneType = type(None)
-
-
-class SchemaError(ValueError):
-    """A schema (or a type that should become one) is not usable."""
-
-
-def _no_remote(uri: str) -> Any:
-    raise ValueError(f"remote $ref {uri!r} is not fetched")
-
-
-def compile_schema(schema: Mapping[str, Any]) -> jsonschema_rs.Validator:
-    """Compile a JSON Schema (2020-12 unless it names another dialect with ``$schema``).
-
-    Raises :class:`SchemaError` if it is not a valid schema or needs a remote ``$ref``.
-    """
-    if not isinstance(schema, Mapping):
-        raise SchemaError("a JSON Schema must be an object")
-    try:
-        if "$schema" not in schema and not jsonschema_rs.meta.is_valid(dict(schema)):
-            jsonschema_rs.meta.validate(dict(schema))
-        return jsonschema_rs.validator_for(dict(schema), retriever=_no_remote)
-    except (jsonschema_rs.ValidationError, ValueError, jsonschema_rs.ReferencingError) as exc:
-        first = str(exc).split("\n", 1)[0]
-        raise SchemaError(f"invalid JSON Schema: {first}") from None
-
-
-def _path(parts: Sequence[str | int]) -> str:
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
-
-
-def describe_error(validator: jsonschema_rs.Validator, instance: Any, what: str = "argument") -> str | None:
-    """One line saying why ``instance`` fails ``validator``, or None if it is valid."""
-    err = next(iter(validator.iter_errors(instance)), None)
-    if err is None:
-        return None
-    where = _path(list(err.instance_path))
-    kind = err.kind
-    if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):
-        name = _path([*err.instance_path, kind.property])
-        return f"missing required {what} '{name}'"
-    if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
-        unexpected = ", ".join(f"'{_path([*err.instance_path, p])}'" for p in kind.unexpected)
-        return f"unexpected {what} {unexpected}"
-    message = err.message
-    return f"{what} '{where}': {message}" if where else message
 
 
 # --- type hints -> schema ----------------------------------------------------------------

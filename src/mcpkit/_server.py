@@ -12,9 +12,8 @@ import asyncio
 import base64
 import binascii
 import logging
-import uuid
+import os
 from collections.abc import Awaitable, Callable, Mapping
-from http import HTTPStatus
 from typing import Any, Literal, TypeVar, overload
 
 import msgspec
@@ -34,6 +33,7 @@ from ._errors import (
 from ._jsonrpc import RequestReceived
 from ._peer import Peer
 from ._resources import PromptDef, ResourceDef, TemplateDef, is_valid_uri, to_contents, to_prompt_result
+from ._threads import run_sync
 from ._tools import ToolDef, has_status, tool_from_function, tool_from_schema
 from ._transport import ServerStdio, Transport
 from ._types import (
@@ -571,7 +571,7 @@ class Server:
         return result
 
     def _internal_error(self, exc: BaseException, what: str) -> McpError:
-        ref = uuid.uuid4().hex[:12]
+        ref = os.urandom(6).hex()
         log.error("%s failed (reference %s)", what, ref, exc_info=exc)
         message = (
             flatten_text(str(exc) or type(exc).__name__, self.max_error_text) if self.expose_internal_errors else "Internal error"
@@ -589,6 +589,8 @@ class Server:
             detail = getattr(exc, "detail", None)
             text = detail if isinstance(detail, str) and detail else str(exc)
             if not text:
+                from http import HTTPStatus
+
                 try:
                     text = HTTPStatus(status).phrase
                 except ValueError:
@@ -702,12 +704,10 @@ class Server:
         if fn is None:
             return CompleteResult(completion=Completion(values=[], has_more=False))
         context = (params.context.arguments if params.context else None) or {}
-        from ._tools import call_sync
-
         if asyncio.iscoroutinefunction(fn):
             value = await fn(params.argument.name, params.argument.value, context)
         else:
-            value = await call_sync(fn, params.argument.name, params.argument.value, context)
+            value = await run_sync(fn, params.argument.name, params.argument.value, context)
         if isinstance(value, Completion):
             return CompleteResult(completion=value)
         values = [str(v) for v in value]

@@ -7,30 +7,19 @@ chosen on purpose and propagate to the dispatcher.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
 import inspect
 import logging
+import os
 import typing
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import jsonschema_rs
 import msgspec
 
 from ._context import Context, is_context_type
 from ._errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError, flatten_text
-from ._schema import (
-    SchemaError,
-    compile_schema,
-    converter_for,
-    describe_error,
-    is_structured,
-    parse_docstring,
-    type_schema,
-)
+from ._schema import converter_for, is_structured, parse_docstring, type_schema
+from ._threads import run_sync
 from ._types import (
     AudioContent,
     CallToolResult,
@@ -41,8 +30,9 @@ from ._types import (
     Tool,
     ToolAnnotations,
 )
+from ._validate import SchemaError, Validator, compile_schema
 
-__all__ = ["ToolDef", "tool_from_function", "tool_from_schema", "to_call_result", "has_status", "call_sync"]
+__all__ = ["ToolDef", "tool_from_function", "tool_from_schema", "to_call_result", "has_status"]
 
 log = logging.getLogger("mcpkit.server")
 _CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
@@ -53,17 +43,6 @@ def has_status(exc: BaseException) -> bool:
     """Whether ``exc`` carries an HTTP status (``HttpError`` or an int ``status_code``)."""
     code = getattr(exc, "status_code", None)
     return isinstance(code, int) and not isinstance(code, bool)
-
-
-async def call_sync(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """Run a plain function on a worker thread so that it cannot block the event loop.
-
-    Context variables are carried over. If the awaiting task is cancelled the thread
-    still runs to completion (threads cannot be interrupted); its result is dropped.
-    """
-    loop = asyncio.get_running_loop()
-    ctx = contextvars.copy_context()
-    return await loop.run_in_executor(None, functools.partial(ctx.run, fn, *args, **kwargs))
 
 
 class ToolDef:
@@ -103,8 +82,8 @@ class ToolDef:
         #: Parameter name -> converter (None: pass the JSON value as is).
         self.params = params
         self.var_kwargs = var_kwargs
-        self.validator: jsonschema_rs.Validator = compile_schema(tool.input_schema)
-        self.output_validator = compile_schema(tool.output_schema) if tool.output_schema is not None else None
+        self.validator: Validator = compile_schema(tool.input_schema, trusted=not raw)
+        self.output_validator = compile_schema(tool.output_schema, trusted=not raw) if tool.output_schema is not None else None
         self.wrap_result = wrap_result
 
     @property
@@ -115,7 +94,7 @@ class ToolDef:
     def check_arguments(self, arguments: Any, limit: int) -> None:
         """Raise ``McpError(-32602)`` with one concise reason if the arguments do not
         match the input schema."""
-        reason = describe_error(self.validator, arguments)
+        reason = self.validator.describe(arguments)
         if reason is not None:
             raise McpError(
                 INVALID_PARAMS, f"Invalid arguments for tool {flatten_text(self.name, 256)}: {flatten_text(reason, limit)}"
@@ -156,7 +135,7 @@ class ToolDef:
             if self.is_async:
                 value = await self.fn(*args, **kwargs)
             else:
-                value = await call_sync(self.fn, *args, **kwargs)
+                value = await run_sync(self.fn, *args, **kwargs)
         except McpError:
             raise
         except ToolError as exc:
@@ -165,7 +144,7 @@ class ToolDef:
             if has_status(exc):
                 raise
             if mask:
-                ref = uuid.uuid4().hex[:12]
+                ref = os.urandom(6).hex()
                 log.error("tool %r failed (reference %s)", self.name, ref, exc_info=exc)
                 text = f"Tool '{flatten_text(self.name, 256)}' failed (reference {ref})"
             else:
@@ -181,9 +160,9 @@ class ToolDef:
         if result.structured_content is msgspec.UNSET:
             reason = "no structuredContent"
         else:
-            reason = describe_error(self.output_validator, result.structured_content, "field") or ""
+            reason = self.output_validator.describe(result.structured_content, "field") or ""
         if reason:
-            ref = uuid.uuid4().hex[:12]
+            ref = os.urandom(6).hex()
             log.error("tool %r broke its outputSchema: %s (reference %s)", self.name, reason, ref)
             raise McpError(INTERNAL_ERROR, "Internal error", {"reference": ref})
 
