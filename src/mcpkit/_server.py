@@ -14,7 +14,7 @@ import binascii
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
 
@@ -36,6 +36,10 @@ from ._resources import PromptDef, ResourceDef, TemplateDef, is_valid_uri, to_co
 from ._threads import run_sync
 from ._tools import ToolDef, has_status, tool_from_function, tool_from_schema
 from ._transport import ServerStdio, Transport
+
+if TYPE_CHECKING:
+    from ._http_server import StreamableHTTPApp
+
 from ._types import (
     LEGACY_PROTOCOL_VERSIONS,
     LOG_LEVELS,
@@ -388,11 +392,39 @@ class Server:
 
     # --- serving -------------------------------------------------------------------------
 
-    def run(self, transport: Literal["stdio"] = "stdio") -> None:
-        """Serve until the client goes away (stdio: until stdin closes)."""
-        if transport != "stdio":
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        log_level: str = "warning",
+        **http_options: Any,
+    ) -> None:
+        """Serve until stopped: ``"stdio"`` until stdin closes; ``"http"`` serves
+        :meth:`asgi_app` with uvicorn on ``host``:``port`` (loopback by default) until
+        interrupted. ``http_options`` go to :meth:`asgi_app`. Raises ``ImportError`` for
+        HTTP if uvicorn is not installed (``pip install 'mcpkit[http]'``)."""
+        if transport == "stdio":
+            asyncio.run(self.serve_stdio())
+        elif transport == "http":
+            import uvicorn
+
+            uvicorn.run(self.asgi_app(path=path, **http_options), host=host, port=port, log_level=log_level, lifespan="on")
+        else:
             raise ValueError(f"unknown transport {transport!r}")
-        asyncio.run(self.serve_stdio())
+
+    def asgi_app(self, path: str | None = "/mcp", **options: Any) -> StreamableHTTPApp:
+        """This server as a plain ASGI application speaking Streamable HTTP (both eras)
+        at ``path`` (None: any path, for mounting). Options: ``json_response``
+        (None = JSON unless notifications come first, True, False), ``allowed_hosts``,
+        ``allowed_origins``, ``dns_rebinding_protection`` (None = on when bound to a
+        loopback address), ``max_body_size`` (4 MiB), ``event_store``,
+        ``session_idle_timeout``, ``max_sessions``, ``keepalive_interval``."""
+        from ._http_server import StreamableHTTPApp
+
+        return StreamableHTTPApp(self, path=path, **options)
 
     async def serve_stdio(self) -> None:
         """Serve this process's stdin/stdout until stdin closes."""
