@@ -22,7 +22,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
-from ._errors import INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, McpError, flatten_text
+from ._errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, McpError, flatten_text
 
 __all__ = [
     "RequestId",
@@ -275,7 +275,10 @@ class Engine:
         cancelled it or it is unknown."""
         if self.incoming.pop(rid, _MISSING) is _MISSING:
             return None
-        return encode({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()}) + _NEWLINE
+        try:
+            return encode({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()}) + _NEWLINE
+        except (TypeError, ValueError, msgspec.EncodeError):  # data that is not JSON
+            return _error_bytes(rid, INTERNAL_ERROR, "Internal error")
 
     def abandon(self, rid: RequestId) -> None:
         """Forget an inbound request without answering it."""

@@ -147,7 +147,7 @@ class Peer:
             raise
         except McpError as exc:
             data = engine.respond_error(rid, exc)
-        except Exception:
+        except BaseException:  # of any type: only this request fails
             logger.exception("request handler for %s failed", ev.method)
             data = engine.respond_error(rid, McpError(INTERNAL_ERROR, "Internal error"))
         else:

@@ -476,7 +476,10 @@ class Server:
         Every exception from user code is mapped here to its wire outcome (DESIGN.md
         §2); only ``CancelledError`` propagates otherwise.
         """
-        meta = _decode_meta(raw_params).meta if raw_params else None
+        try:
+            meta = _decode_meta(raw_params).meta if raw_params else None
+        except msgspec.ValidationError:
+            raise McpError(INVALID_PARAMS, "Invalid params: _meta must be an object") from None
         meta = meta if isinstance(meta, dict) else {}
         era, version, caps, info, level = self._resolve_era(method, meta, raw_params, session)
         if method == "initialize":
@@ -505,9 +508,9 @@ class Server:
                 result = await self._through_middleware(ctx, lambda: handler(ctx, params))
             else:
                 result = await handler(ctx, params)
-        except McpError:
+        except (McpError, asyncio.CancelledError):
             raise
-        except Exception as exc:
+        except BaseException as exc:  # of any type: only this request fails
             raise self._protocol_error(exc, era, method) from None
         finally:
             ctx._finish()
@@ -536,6 +539,8 @@ class Server:
             if not isinstance(caps, dict):
                 raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {_META_CAPS}")
             level = meta.get(_META_LEVEL)
+            if level is not None and level not in LOG_LEVELS:
+                raise McpError(INVALID_PARAMS, f"Invalid params: unknown log level in {_META_LEVEL}")
             info = meta.get(_META_INFO)
             try:
                 client = msgspec.convert(info, Implementation) if isinstance(info, dict) else None
@@ -610,7 +615,7 @@ class Server:
         )
         return McpError(INTERNAL_ERROR, message, {"reference": ref})
 
-    def _protocol_error(self, exc: Exception, era: Era, method: str) -> McpError:
+    def _protocol_error(self, exc: BaseException, era: Era, method: str) -> McpError:
         if has_status(exc):
             status: int = exc.status_code  # type: ignore[attr-defined]
             if era == "modern":

@@ -7,6 +7,7 @@ chosen on purpose and propagate to the dispatcher.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
@@ -140,7 +141,9 @@ class ToolDef:
             raise
         except ToolError as exc:
             return CallToolResult(content=[TextContent(text=flatten_text(exc.message, limit))], is_error=True)
-        except Exception as exc:
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit from a tool must not end the server either
             if has_status(exc):
                 raise
             if mask:
@@ -312,6 +315,10 @@ def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, 
     if is_structured(ret):
         defs: dict[str, Any] = {}
         schema = dict(type_schema(ret, defs))
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(schema) == 1:
+            # Clients validate outputSchema as an object schema at the root: inline it.
+            schema = dict(defs[ref[8:]])
         if defs:
             schema["$defs"] = defs
         return schema, False

@@ -336,7 +336,18 @@ class _Full:
         if isinstance(kind, kinds.AdditionalProperties):
             names = ", ".join(f"'{_path([*where, p])}'" for p in kind.unexpected)
             return f"unexpected {what} {names}"
-        return f"{what} '{_path(where)}': {err.message}" if where else str(err.message)
+        message = str(err.message)
+        shown = _show(err.instance)
+        try:
+            full = msgspec.json.encode(err.instance).decode()
+        except (TypeError, ValueError):
+            full = shown
+        if full != shown:  # the message embeds a long value: show it shortened
+            compact = message.replace(" ", "")
+            if compact.startswith(full.replace(" ", "")) or len(message) > 200:
+                rest = message[len(full) :] if message.startswith(full) else f" is invalid ({type(kind).__name__})"
+                message = shown + rest
+        return f"{what} '{_path(where)}': {message}" if where else message
 
 
 def compile_schema(schema: Mapping[str, Any] | bool, *, trusted: bool = False) -> Validator:
