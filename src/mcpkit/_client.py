@@ -11,7 +11,15 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from . import __version__
-from ._errors import INTERNAL_ERROR, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, ConnectionClosed, McpError, RequestTimeout
+from ._errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ConnectionClosed,
+    McpError,
+    RequestTimeout,
+    flatten_text,
+)
 from ._jsonrpc import RequestReceived
 from ._peer import Peer, ProgressCallback, check_timeout
 from ._server import Server
@@ -52,8 +60,8 @@ def _decode(raw: msgspec.Raw, tp: type[T]) -> T:
         dec = _decoders[tp] = msgspec.json.Decoder(tp)
     try:
         return dec.decode(raw)  # type: ignore[no-any-return]
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        err = McpError(INTERNAL_ERROR, f"Invalid result from server: {exc}")
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # DecodeError covers ValidationError
+        err = McpError(INTERNAL_ERROR, f"Invalid result from server: {flatten_text(str(exc), 512)}")
         err.local = True
         raise err from None
 
@@ -83,6 +91,8 @@ class ClientOptions:
     def __post_init__(self) -> None:
         check_timeout(self.request_timeout)
         check_timeout(self.discover_timeout)
+        if self.max_error_text < 16:
+            raise ValueError("max_error_text must be at least 16 bytes")
         if self.protocol_version is not None and self.protocol_version not in MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS:
             raise ValueError(f"unsupported protocol version {self.protocol_version!r}")
         if self.log_level is not None and self.log_level not in LOG_LEVELS:

@@ -300,9 +300,8 @@ class StreamableHTTPApp:
         if session is None:
             raise _Reject(400, "Bad Request: missing Mcp-Session-Id header")
         if isinstance(ev, CancelReceived):
-            task = session.engine.incoming.get(ev.id)
-            if isinstance(task, asyncio.Task):
-                task.cancel()
+            if isinstance(ev.handle, asyncio.Task):
+                ev.handle.cancel()
         elif isinstance(ev, ResponseReceived):
             fut = ev.request.waiter
             if fut is not None and not fut.done():

@@ -121,13 +121,16 @@ class ProgressReceived:
 
 
 class CancelReceived:
-    """The peer cancelled a request it sent us that we are still working on."""
+    """The peer cancelled a request it sent us that we are still working on. The
+    request is forgotten (it will get no response); ``handle`` is what the driver
+    registered for it (its task), to stop the work."""
 
-    __slots__ = ("id", "reason")
+    __slots__ = ("id", "reason", "handle")
 
-    def __init__(self, rid: RequestId, reason: str | None) -> None:
+    def __init__(self, rid: RequestId, reason: str | None, handle: Any = None) -> None:
         self.id = rid
         self.reason = reason
+        self.handle = handle
 
 
 class Reply:
@@ -290,6 +293,8 @@ class Engine:
         """Interpret one complete message. Returns the event, or None for input that is
         to be ignored (a response to an unknown id, an invalid notification)."""
         try:
+            if not line.isascii():
+                line.decode("utf-8")  # raw params are decoded later: check all of it now
             env = _decode_envelope(line)
         except msgspec.ValidationError as exc:  # valid JSON, not an object
             return Reply(_error_bytes(None, INVALID_REQUEST, f"Invalid Request: {exc}"))
@@ -333,10 +338,12 @@ class Engine:
         if not _valid_id(rid):
             return None  # a response we cannot match (id null: the peer could not read our message)
         if env.error is not UNSET:
-            out = self._forget(rid)
-            if out is None:
+            if rid not in self.outgoing:
                 return None
-            return ResponseReceived(out, None, self._peer_error(env.error))
+            error = self._peer_error(env.error)
+            out = self._forget(rid)
+            assert out is not None
+            return ResponseReceived(out, None, error)
         if not env.result:
             return Reply(_error_bytes(None, INVALID_REQUEST, 'Invalid Request: a response needs "result" or "error"'))
         out = self._forget(rid)
@@ -358,7 +365,7 @@ class Engine:
                 return None
             try:
                 note = _decode_progress(params)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, UnicodeDecodeError):
                 return None
             token = note.progress_token
             out = self._progress.get(token) if _valid_id(token) else None
@@ -372,14 +379,14 @@ class Engine:
                 return None
             try:
                 cn = _decode_cancel(params)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, UnicodeDecodeError):
                 return None
             rid = cn.request_id
             if not _valid_id(rid):
                 return None
             reason = flatten_text(cn.reason, self.max_error_text) if isinstance(cn.reason, str) else None
             if rid in self.incoming:  # the peer withdraws a request it sent us
-                return CancelReceived(rid, reason)
+                return CancelReceived(rid, reason, self.incoming.pop(rid))
             out = self._forget(rid)
             if out is not None:  # the peer gave up on a request we sent it
                 return ResponseReceived(

@@ -89,7 +89,11 @@ class Peer:
             err = {"code": INVALID_REQUEST, "message": f"Invalid Request: message exceeds the size limit{limit}"}
             self.transport.send(encode({"jsonrpc": "2.0", "id": None, "error": err}) + b"\n")
             return
-        ev = self.engine.receive(data)
+        try:
+            ev = self.engine.receive(data)
+        except Exception:  # never let one message break the reader
+            logger.exception("could not process an incoming message")
+            return
         kind = type(ev)
         if kind is RequestReceived:
             assert isinstance(ev, RequestReceived)
@@ -120,9 +124,8 @@ class Peer:
                 self._call_progress(cb, ev)
         elif kind is CancelReceived:
             assert isinstance(ev, CancelReceived)
-            task = self.engine.incoming.pop(ev.id, None)
-            if task is not None:
-                task.cancel()
+            if ev.handle is not None:
+                ev.handle.cancel()
         elif kind is Reply:
             assert isinstance(ev, Reply)
             self.transport.send(ev.data)
@@ -240,5 +243,13 @@ class Peer:
                 await asyncio.wait(pending)
 
     async def close(self) -> None:
-        await self.transport.close()
+        """Cancel our pending requests on the wire (so the peer stops working on
+        them), fail them with :class:`ConnectionClosed`, then close the transport."""
+        if not self.closed.done():
+            for out in list(self.engine.outgoing.values()):
+                self._withdraw(out, "Client closed")
+                fut = out.waiter
+                if fut is not None and not fut.done():
+                    fut.set_exception(ConnectionClosed("Connection closed by the client"))
         self._on_close("closed")
+        await self.transport.close()

@@ -508,8 +508,12 @@ class Server:
                 result = await self._through_middleware(ctx, lambda: handler(ctx, params))
             else:
                 result = await handler(ctx, params)
-        except (McpError, asyncio.CancelledError):
+        except asyncio.CancelledError:
             raise
+        except McpError as exc:
+            if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
+                raise self._internal_error(exc, f"handler for {method}") from None
+            raise self._bounded(exc) from None
         except BaseException as exc:  # of any type: only this request fails
             raise self._protocol_error(exc, era, method) from None
         finally:
@@ -607,6 +611,13 @@ class Server:
             return out
         return result
 
+    def _bounded(self, exc: McpError) -> McpError:
+        """``exc`` with its message flattened and bounded (DESIGN.md §4)."""
+        message = flatten_text(exc.message, self.max_error_text)
+        if message == exc.message:
+            return exc
+        return McpError(exc.code, message, exc.data, status=exc.status)
+
     def _internal_error(self, exc: BaseException, what: str) -> McpError:
         ref = os.urandom(6).hex()
         log.error("%s failed (reference %s)", what, ref, exc_info=exc)
@@ -621,7 +632,9 @@ class Server:
             if era == "modern":
                 if status in (400, 404, 409, 422):
                     return McpError(INVALID_PARAMS, "Invalid params", status=400)
-                return McpError(INTERNAL_ERROR, "Internal error", status=500)
+                ref = os.urandom(6).hex()
+                log.error("handler for %s failed with HTTP status %s (reference %s)", method, status, ref, exc_info=exc)
+                return McpError(INTERNAL_ERROR, "Internal error", {"reference": ref}, status=500)
             code = _H3_CODES.get(status) or (-32000 if 300 <= status < 500 else INTERNAL_ERROR)
             detail = getattr(exc, "detail", None)
             text = detail if isinstance(detail, str) and detail else str(exc)

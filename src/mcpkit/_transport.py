@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import stat
 import subprocess
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "Transport",
@@ -166,6 +168,12 @@ class _WriteProtocol(asyncio.BaseProtocol):
         self._on_lost()
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd`` (a pipe, a socket or a terminal)."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 class ServerStdio:
     """The server's side of stdio: messages in on stdin, out on stdout.
 
@@ -179,39 +187,47 @@ class ServerStdio:
         self._flow = _Flow()
         self._writer: asyncio.WriteTransport | None = None
         self._reader: asyncio.ReadTransport | None = None
+        self._out_file: Any = None
         self._on_close: OnClose | None = None
         self._closed = False
-        self._out_fd = -1
+        self._lost_writer: asyncio.Future[None] | None = None
 
     async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
         loop = asyncio.get_running_loop()
         self._on_close = on_close
+        self._lost_writer = loop.create_future()
         sys.stdout.flush()
-        self._out_fd = os.dup(1)
+        out = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)  # stray prints now go to stderr
-        out = os.fdopen(self._out_fd, "wb", buffering=0)
-        wt, _ = await loop.connect_write_pipe(lambda: _WriteProtocol(self._flow, self._lost), out)
-        self._writer = wt
-        stdin = os.fdopen(os.dup(0), "rb", buffering=0)
         try:
+            wt, _ = await loop.connect_write_pipe(lambda: _WriteProtocol(self._flow, self._lost), out)
+            self._writer = wt
+        except (ValueError, OSError):  # stdout is a regular file (or similar): plain blocking writes
+            self._out_file = out
+        stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+        if _pollable(stdin.fileno()):
             rt, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self._framer, on_message, self._eof), stdin)
             self._reader = rt
-        except ValueError:  # stdin is a regular file: read it on a thread
-            loop.run_in_executor(None, self._read_file, loop, stdin, on_message)
+        else:  # a regular file or /dev/null, which epoll refuses: read it on a daemon thread
+            threading.Thread(target=self._read_file, args=(loop, stdin, on_message), name="mcpkit-stdin", daemon=True).start()
 
-    def _read_file(self, loop: asyncio.AbstractEventLoop, f: object, on_message: OnMessage) -> None:
-        read = f.read  # type: ignore[attr-defined]
-        while chunk := read(65536):
-            for msg in self._framer.feed(chunk):
+    def _read_file(self, loop: asyncio.AbstractEventLoop, f: Any, on_message: OnMessage) -> None:
+        try:
+            while chunk := f.read(65536):
+                for msg in self._framer.feed(chunk):
+                    loop.call_soon_threadsafe(on_message, msg)
+            for msg in self._framer.eof():
                 loop.call_soon_threadsafe(on_message, msg)
-        for msg in self._framer.eof():
-            loop.call_soon_threadsafe(on_message, msg)
-        loop.call_soon_threadsafe(self._eof)
+            loop.call_soon_threadsafe(self._eof)
+        except (OSError, RuntimeError):  # the loop closed under us: nobody listens any more
+            pass
 
     def _eof(self) -> None:
         self._finish("stdin closed")
 
     def _lost(self) -> None:
+        if self._lost_writer is not None and not self._lost_writer.done():
+            self._lost_writer.set_result(None)
         self._finish("stdout closed")
 
     def _finish(self, reason: str) -> None:
@@ -221,17 +237,31 @@ class ServerStdio:
                 self._on_close(reason)
 
     def send(self, data: bytes) -> None:
-        if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(data)
+        if self._writer is not None:
+            if not self._writer.is_closing():
+                self._writer.write(data)
+        elif self._out_file is not None:
+            try:
+                self._out_file.write(data)
+            except OSError:
+                self._out_file = None
+                self._finish("stdout closed")
 
     async def drain(self) -> None:
         await self._flow.drain()
 
     async def close(self) -> None:
+        """Stop reading, flush what is buffered for stdout (up to 5 s), close."""
         if self._reader is not None:
             self._reader.close()
-        if self._writer is not None:
-            self._writer.close()
+        writer = self._writer
+        if writer is not None and not writer.is_closing():
+            writer.close()  # flushes the buffer, then reports connection_lost
+            if self._lost_writer is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._lost_writer), 5.0)
+                except TimeoutError:
+                    writer.abort()
         self._finish("closed")
 
 
