@@ -1,7 +1,9 @@
 """Every way an MCP call can fail, and what each looks like to the client.
 
-    python examples/error_handling.py server   # serve the demo server over stdio
-    python examples/error_handling.py          # spawn that server and walk through
+    python examples/error_handling.py server              # serve the demo server over stdio
+    python examples/error_handling.py                     # spawn that server and walk through
+    python examples/error_handling.py server --http 8000  # serve it over HTTP on 127.0.0.1:8000
+    python examples/error_handling.py --http              # the same walkthrough over HTTP
 
 The walkthrough spawns this same file as a server process, the way an MCP host would,
 and makes one call for each outcome in mcpkit's error contract: tool errors (the model
@@ -13,6 +15,7 @@ the session, and exits 0.
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 import textwrap
 from typing import Any
@@ -158,15 +161,62 @@ async def expect_error(call: Any) -> None:
         show("→", f"unexpected success: {result}")
 
 
-async def walkthrough() -> None:
-    command = [sys.executable, __file__, "server"]
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _wait_listening(port: int, proc: asyncio.subprocess.Process, timeout: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        if proc.returncode is not None:
+            raise SystemExit(f"the HTTP server exited with code {proc.returncode}")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise SystemExit("the HTTP server did not start listening in time") from None
+            await asyncio.sleep(0.05)
+        else:
+            writer.close()
+            return
+
+
+async def walkthrough(http: bool) -> None:
     options = ClientOptions(request_timeout=10.0)
     print("mcpkit error-handling walkthrough")
     print("=================================")
-    async with Client(StdioTransport(command, stderr="devnull"), options) as client:
+    if not http:
+        transport: Any = StdioTransport([sys.executable, __file__, "server"], stderr="devnull")
+        await _walk(transport, options, "over stdio")
+        return
+    from mcpkit import HttpTransport
+
+    port = _free_port()
+    command = [sys.executable, __file__, "server", "--http", str(port)]
+    proc = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        await _wait_listening(port, proc)
+        await _walk(HttpTransport(f"http://127.0.0.1:{port}/mcp"), options, f"over HTTP at 127.0.0.1:{port}")
+    finally:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+async def _walk(transport: Any, options: ClientOptions, how: str) -> None:
+    async with Client(transport, options) as client:
+        if how.startswith("over HTTP") and client.era == "modern":
+            signal = "closed the request's HTTP response stream (HTTP's cancellation signal)"
+        else:
+            signal = "sent notifications/cancelled"
         info = client.server_info
         name = f"{info.name} {info.version}" if info else "the server"
-        print(f"Spawned {name} over stdio; speaking {client.protocol_version} ({client.era} era).")
+        print(f"Started {name} {how}; speaking {client.protocol_version} ({client.era} era).")
         print("Each step makes one call and shows what the client got back.")
 
         heading("A tool raises an exception")
@@ -231,8 +281,8 @@ async def walkthrough() -> None:
             protocol_error(err)
             show("", f"progress seen before the deadline: {len(steps)} of 10 steps")
         note(
-            "The client raised RequestTimeout itself and sent notifications/cancelled, so the server stopped "
-            "working. A timed-out call that changes things has an unknown outcome: retry only idempotent ones."
+            f"The client raised RequestTimeout itself and {signal}, so the server stopped working. "
+            "A timed-out call that changes things has an unknown outcome: retry only idempotent ones."
         )
 
         heading("Cancelling a call from the caller's side")
@@ -243,7 +293,7 @@ async def walkthrough() -> None:
         try:
             await task
         except asyncio.CancelledError:
-            show("→", "asyncio.CancelledError in the caller; notifications/cancelled went to the server")
+            show("→", f"asyncio.CancelledError in the caller; the client {signal}")
         note("A cancelled request gets no response; the server frees the work as soon as it sees the notice.")
 
         heading("After all of that, a call that succeeds")
@@ -251,14 +301,18 @@ async def walkthrough() -> None:
         show("→", outcome(await client.call_tool("success", {"text": "still here"})))
         note("No failure above ended the session, the connection or the server process.")
 
-    print("\nDone: the server was shut down cleanly (stdin closed, process exited).")
+    print("\nDone: the client closed the connection and the server shut down cleanly.")
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["server"]:
-        server.run()
+    args = sys.argv[1:]
+    if args[:1] == ["server"]:
+        if args[1:2] == ["--http"] and len(args) == 3:
+            server.run("http", host="127.0.0.1", port=int(args[2]))
+        else:
+            server.run()
     else:
-        asyncio.run(walkthrough())
+        asyncio.run(walkthrough(http="--http" in args))
 
 
 if __name__ == "__main__":

@@ -647,7 +647,7 @@ class StreamableHTTPApp:
     async def _delete(self, send: Send, headers: dict[str, str]) -> None:
         session_id = headers.get("mcp-session-id")
         if not session_id:
-            raise _Reject(400, "Bad Request: missing Mcp-Session-Id header")
+            raise _Reject(405, "Method Not Allowed: DELETE ends a legacy session", [(b"allow", b"POST")])
         if self.sessions.remove(session_id) is None:
             raise _Reject(404, "Not Found: unknown or ended session")
         await self._send_empty(send, 200)
