@@ -1,7 +1,11 @@
 """mcpkit's server for ../shared/bench/mcpload.py: the same tools and flags as the
 reference servers (echo, fail, sleep, --tools N, --async-tools).
 
-    python bench/mcpkit_server.py [--tools N] [--async-tools]
+    python bench/mcpkit_server.py [--tools N] [--async-tools] [--http PORT [--sse]]
+
+``--stateful`` is accepted for mcpload's sake and changes nothing: mcpkit serves
+legacy clients (which is what mcpload speaks) with sessions and modern clients
+without, on the same endpoint.
 """
 
 from __future__ import annotations
@@ -45,10 +49,6 @@ def build(n_dummy: int = 0, async_tools: bool = False) -> Server:
         return "ok"
 
     for i in range(n_dummy):
-
-        def dummy(name: str, count: int = 1, _i: int = i) -> str:
-            return f"{name}:{count}:{_i}"
-
         server.add_tool(
             f"dummy_{i}",
             f"Dummy tool number {i}; takes a name and a count and does nothing useful.",
@@ -66,8 +66,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--tools", type=int, default=0)
     p.add_argument("--async-tools", action="store_true")
+    p.add_argument("--http", type=int, metavar="PORT")
+    p.add_argument("--stateful", action="store_true")
+    p.add_argument("--sse", action="store_true")
     args = p.parse_args()
-    build(args.tools, args.async_tools).run()
+    server = build(args.tools, args.async_tools)
+    if args.http:
+        server.run("http", host="127.0.0.1", port=args.http, json_response=False if args.sse else None)
+    else:
+        server.run()
 
 
 if __name__ == "__main__":

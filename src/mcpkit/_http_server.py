@@ -390,7 +390,7 @@ class StreamableHTTPApp:
             return
         from ._server import _Session
 
-        await self._run(receive, send, engine, ev, _Session(), stream=None, cancel_on_disconnect=True)
+        await self._run(receive, send, engine, ev, _Session())
 
     # --- legacy era ------------------------------------------------------------------------
 
@@ -415,14 +415,9 @@ class StreamableHTTPApp:
             raise _Reject(400, "Bad Request: missing Mcp-Session-Id header")
         if version is not None and version not in LEGACY_PROTOCOL_VERSIONS:
             raise _Reject(400, f"Bad Request: unsupported MCP-Protocol-Version {version[:64]!r}")
-        stream = None
-        if self.json_response is not True:
-            stream = session.new_stream()
         session.busy += 1
         try:
-            await self._run(
-                receive, send, engine, ev, session.server_session, stream=stream, cancel_on_disconnect=False, session=session
-            )
+            await self._run(receive, send, engine, ev, session.server_session, session=session)
         finally:
             session.busy -= 1
             session.touch()
@@ -455,20 +450,20 @@ class StreamableHTTPApp:
         ev: RequestReceived,
         server_session: Any,
         *,
-        stream: SseStream | None,
-        cancel_on_disconnect: bool,
         session: HttpSession | None = None,
     ) -> None:
         """Run one request; answer with JSON or SSE (see :attr:`json_response`).
 
         Until the first message is ready the choice is open: a result alone goes out
-        as JSON, a notification first starts an SSE stream. Modern era: a client
-        disconnect cancels the handler. Legacy era (``stream`` given): the handler runs
-        on after a disconnect, and every SSE event is stored on ``stream`` so that the
-        client can resume with ``Last-Event-ID``.
+        as JSON, a notification first starts an SSE stream. Modern era (no
+        ``session``): a client disconnect cancels the handler. Legacy era: the handler
+        runs on after a disconnect, and every SSE event is stored on a stream of the
+        session so that the client can resume with ``Last-Event-ID``.
         """
         loop = asyncio.get_running_loop()
         items: asyncio.Queue[tuple[str, bytes | None, int]] = asyncio.Queue()
+        cancel_on_disconnect = session is None
+        stream: SseStream | None = None
         routed_to_stream = False
 
         def emit(kind: str, data: bytes | None, status: int) -> None:
@@ -514,11 +509,12 @@ class StreamableHTTPApp:
                 await self._send_json(send, status, data or b"")
                 return
             await _safe_send(send, {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            if stream is None:
+            if session is None:
                 await self._stream_direct(send, items, kind, data)
                 return
+            stream = session.new_stream()
             sink = stream.attach()
-            if session is not None and session.server_session.protocol_version >= "2025-11-25":
+            if session.server_session.protocol_version >= "2025-11-25":
                 await _safe_send(send, {"type": "http.response.body", "body": await stream.prime(), "more_body": True})
             # From here on every message goes to the stored stream, in order.
             emit_first = [(kind, data)]
