@@ -1,4 +1,5 @@
-"""Every Python snippet in docs/errors.md and README.md runs, and prints what the docs say.
+"""Every Python snippet in docs/errors.md, docs/http.md and README.md runs, and prints what
+the docs say.
 
 Conventions (see docs/errors.md):
 
@@ -27,6 +28,7 @@ import mcpkit
 from conftest import ROOT
 
 DOCS = ROOT / "docs" / "errors.md"
+HTTP_DOC = ROOT / "docs" / "http.md"
 README = ROOT / "README.md"
 TIMEOUT = 20
 
@@ -95,12 +97,24 @@ def check(block: Block, proc: subprocess.CompletedProcess[str]) -> None:
 
 
 DOC_BLOCKS = python_blocks(DOCS)
+HTTP_BLOCKS = python_blocks(HTTP_DOC)
 README_BLOCKS = python_blocks(README)
 
 
 @pytest.mark.parametrize("block", DOC_BLOCKS, ids=[b.id for b in DOC_BLOCKS])
 def test_errors_md_snippet(block: Block, tmp_path: Path) -> None:
     check(block, run_program(block.code, tmp_path))
+
+
+@pytest.mark.parametrize("block", HTTP_BLOCKS, ids=[b.id for b in HTTP_BLOCKS])
+def test_http_md_snippet(block: Block, tmp_path: Path) -> None:
+    # ```py blocks on that page are display-only (they serve forever); ```python blocks run.
+    check(block, run_program(block.code, tmp_path))
+
+
+def test_http_md_snippets_are_checked() -> None:
+    assert len(HTTP_BLOCKS) >= 2
+    assert all(b.expected is not None for b in HTTP_BLOCKS), "every runnable http.md snippet shows its output"
 
 
 @pytest.mark.parametrize("index", range(len(README_BLOCKS)), ids=[b.id for b in README_BLOCKS])
@@ -141,7 +155,7 @@ def test_errors_md_covers_the_error_api_and_codes() -> None:
 
 def test_snippets_have_no_undefined_or_unused_names(tmp_path: Path) -> None:
     paths = []
-    for block in DOC_BLOCKS:
+    for block in DOC_BLOCKS + HTTP_BLOCKS:
         path = tmp_path / f"errors_md_line_{block.line}.py"
         path.write_text(block.code, encoding="utf-8")
         paths.append(str(path))

@@ -23,6 +23,7 @@ from ._errors import (
     ToolError,
     flatten_text,
 )
+from ._http_client import HttpTransport
 from ._server import CallNext, Middleware, Server
 from ._transport import StdioTransport, Transport
 from ._types import (
@@ -69,6 +70,7 @@ __all__ = [
     # transports
     "Transport",
     "StdioTransport",
+    "HttpTransport",
     # errors
     "McpError",
     "RequestTimeout",

@@ -15,8 +15,6 @@ short text body: 403 (Host/Origin), 405, 406, 413, 415, and 400/404 for sessions
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -25,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._errors import HEADER_MISMATCH, INVALID_PARAMS, McpError
+from ._http_headers import decode_header_value, x_mcp_header_map
 from ._http_sessions import EventStore, HttpSession, InMemoryEventStore, SessionManager, SseStream
 from ._jsonrpc import CancelReceived, Engine, NotificationReceived, Reply, RequestReceived, ResponseReceived, encode
 from ._sse import KEEPALIVE, encode_event
@@ -69,14 +68,12 @@ def _header_safe(value: str) -> bool:
     return value == value.strip() and all(0x20 <= ord(c) <= 0x7E or c == "\t" for c in value)
 
 
-def decode_header_value(value: str) -> str | None:
-    """Undo the ``=?base64?…?=`` sentinel encoding; None if it is malformed."""
-    if value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-    return value if _header_safe(value) else None
+def _decode_header(value: str) -> str | None:
+    """A request header's value with the ``=?base64?…?=`` sentinel undone; None if it
+    has characters a header value may not carry, or a malformed sentinel."""
+    if not value.startswith("=?base64?") and not _header_safe(value):
+        return None
+    return decode_header_value(value)
 
 
 def _loopback(host: str) -> bool:
@@ -103,23 +100,6 @@ def _accepts(accept: str, kind: str) -> bool:
         if media in (kind, f"{major}/*", "*/*"):
             return True
     return False
-
-
-def _header_params(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...], str]]:
-    """(header name, property path, JSON type) for every ``x-mcp-header`` reachable
-    from the schema root through ``properties`` only."""
-    out: list[tuple[str, tuple[str, ...], str]] = []
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return out
-    for name, sub in props.items():
-        if not isinstance(sub, dict):
-            continue
-        header = sub.get("x-mcp-header")
-        if isinstance(header, str) and header:
-            out.append((header.lower(), (*path, name), str(sub.get("type", ""))))
-        out.extend(_header_params(sub, (*path, name)))
-    return out
 
 
 class StreamableHTTPApp:
@@ -150,7 +130,7 @@ class StreamableHTTPApp:
         self.event_store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self.sessions = SessionManager(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
         self.keepalive_interval = keepalive_interval
-        self._header_cache: dict[str, list[tuple[str, tuple[str, ...], str]]] = {}
+        self._header_cache: dict[str, dict[tuple[str, ...], str]] = {}
 
     # --- entry -----------------------------------------------------------------------------
 
@@ -341,7 +321,7 @@ class StreamableHTTPApp:
         raw_name = headers.get("mcp-name")
         if raw_name is None:
             raise mismatch("missing Mcp-Name header")
-        name = decode_header_value(raw_name)
+        name = _decode_header(raw_name)
         if name is None:
             raise mismatch("Mcp-Name header has invalid characters or encoding")
         if name != body_name:
@@ -353,9 +333,10 @@ class StreamableHTTPApp:
         spec = self._header_cache.get(tool)
         if spec is None:
             td = self.server._tools.get(tool)
-            spec = _header_params(td.tool.input_schema) if td is not None else []
+            spec = x_mcp_header_map(td.tool.input_schema) if td is not None else {}
             self._header_cache[tool] = spec
-        for header, path, kind in spec:
+        for path, token in spec.items():
+            header = token.lower()
             value: Any = arguments
             for key in path:
                 value = value.get(key) if isinstance(value, dict) else None
@@ -364,12 +345,12 @@ class StreamableHTTPApp:
                 continue
             if raw is None:
                 raise mismatch(f"missing Mcp-Param-{header} header")
-            text = decode_header_value(raw)
+            text = _decode_header(raw)
             if text is None:
                 raise mismatch(f"Mcp-Param-{header} header has invalid characters or encoding")
             if isinstance(value, bool):
                 ok = text == ("true" if value else "false")
-            elif isinstance(value, int) and kind in ("integer", "number", ""):
+            elif isinstance(value, (int, float)):
                 try:
                     ok = float(text) == value and abs(value) <= _MAX_SAFE_INT
                 except ValueError:

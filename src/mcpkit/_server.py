@@ -276,6 +276,13 @@ class Server:
     def _add(self, td: ToolDef) -> None:
         if td.name in self._tools:
             raise ValueError(f"a tool named {td.name!r} is already registered")
+        if "x-mcp-header" in msgspec.json.encode(td.tool.input_schema).decode():
+            from ._http_headers import x_mcp_header_map
+
+            try:
+                x_mcp_header_map(td.tool.input_schema)
+            except ValueError as exc:
+                raise ValueError(f"tool {td.name!r}: {exc}") from None
         self._tools[td.name] = td
 
     def resource(
