@@ -256,29 +256,42 @@ class StreamableHTTPApp:
         except _Disconnected:
             return
         session_id = headers.get("mcp-session-id")
-        session = self._session(session_id) if session_id else None
+        session = self.sessions.get(session_id) if session_id else None
         engine = session.engine if session is not None else Engine(max_error_text=self.server.max_error_text)
         ev = engine.receive(body)
-        if ev is None:  # a response to an unknown id, an ignorable notification
-            await self._send_empty(send, 202)
-            return
         if isinstance(ev, Reply):
             await self._send_json(send, 400, ev.data.rstrip(b"\n"))
             return
         if isinstance(ev, RequestReceived):
-            meta = _decode_meta(ev.params).meta if ev.params else None
+            try:
+                meta = _decode_meta(ev.params).meta if ev.params else None
+            except msgspec.ValidationError:
+                meta = None  # the dispatcher answers -32602 for a malformed _meta
             version = meta.get(_META_VERSION) if isinstance(meta, dict) else None
             if version is not None and self.server.eras != "legacy" and ev.method != "initialize":
+                if session is not None:  # modern requests ignore Mcp-Session-Id
+                    engine.abandon(ev.id)
+                    engine = Engine(max_error_text=self.server.max_error_text)
+                    engine.incoming[ev.id] = None
                 await self._modern(receive, send, headers, engine, ev, version)
+            elif ev.method == "initialize" and session is None:  # a live session answers -32600 below
+                await self._initialize(receive, send, engine, ev)
             else:
+                if session_id and session is None:
+                    raise _Reject(404, "Not Found: unknown or ended session")
                 await self._legacy_request(receive, send, headers, session, engine, ev)
             return
         # notifications and responses
-        if session is None and session_id is None and isinstance(ev, NotificationReceived):
-            await self._send_empty(send, 202)  # stateless notifications: accepted, nothing to do
-            return
+        if session_id and session is None:
+            raise _Reject(404, "Not Found: unknown or ended session")
         if session is None:
+            if isinstance(ev, NotificationReceived) or ev is None:
+                await self._send_empty(send, 202)  # stateless notifications: accepted, nothing to do
+                return
             raise _Reject(400, "Bad Request: missing Mcp-Session-Id header")
+        if ev is None:  # a response to an unknown id, an ignorable notification
+            await self._send_empty(send, 202)
+            return
         if isinstance(ev, CancelReceived):
             if isinstance(ev.handle, asyncio.Task):
                 ev.handle.cancel()
@@ -388,9 +401,6 @@ class StreamableHTTPApp:
         if version in MODERN_PROTOCOL_VERSIONS and ev.method != "initialize":
             err = McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {_META_VERSION}", status=400)
             await self._send_json(send, 400, _json_error(ev.id, err))
-            return
-        if ev.method == "initialize" and session is None:
-            await self._initialize(receive, send, engine, ev)
             return
         if session is None:
             raise _Reject(400, "Bad Request: missing Mcp-Session-Id header")
