@@ -24,6 +24,7 @@ from ._errors import (
     flatten_text,
 )
 from ._http_client import HttpTransport
+from ._http_sessions import EventStore, InMemoryEventStore
 from ._server import CallNext, Middleware, Server
 from ._transport import StdioTransport, Transport
 from ._types import (
@@ -71,6 +72,8 @@ __all__ = [
     "Transport",
     "StdioTransport",
     "HttpTransport",
+    "EventStore",
+    "InMemoryEventStore",
     # errors
     "McpError",
     "RequestTimeout",

@@ -74,7 +74,10 @@ class InMemoryEventStore:
         if events is None or not seq_text.isdigit():
             return None
         after = int(seq_text)
-        for seq, message in list(events):
+        snapshot = list(events)
+        if not any(seq == after for seq, _ in snapshot):
+            return None  # expired (or never issued): replaying would leave a silent gap
+        for seq, message in snapshot:
             if seq > after:
                 await send(f"{stream_id}.{seq}", message)
         return stream_id
