@@ -26,6 +26,7 @@ from ._errors import HEADER_MISMATCH, INVALID_PARAMS, McpError
 from ._http_headers import decode_header_value, x_mcp_header_map
 from ._http_sessions import EventStore, HttpSession, InMemoryEventStore, SessionManager, SseStream
 from ._jsonrpc import CancelReceived, Engine, NotificationReceived, Reply, RequestReceived, ResponseReceived, encode
+from ._peer import deliver
 from ._sse import KEEPALIVE, encode_event
 from ._types import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, _Params
 
@@ -296,12 +297,7 @@ class StreamableHTTPApp:
             if isinstance(ev.handle, asyncio.Task):
                 ev.handle.cancel()
         elif isinstance(ev, ResponseReceived):
-            fut = ev.request.waiter
-            if fut is not None and not fut.done():
-                if ev.error is not None:
-                    fut.set_exception(ev.error)
-                else:
-                    fut.set_result(ev.result)
+            deliver(ev)
         await self._send_empty(send, 202)
 
     def _session(self, session_id: str) -> HttpSession:

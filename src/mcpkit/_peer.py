@@ -32,13 +32,23 @@ from ._jsonrpc import (
 )
 from ._transport import OVERSIZED, Transport
 
-__all__ = ["Peer", "ProgressCallback", "check_timeout"]
+__all__ = ["Peer", "ProgressCallback", "check_timeout", "deliver"]
 
 logger = logging.getLogger("mcpkit")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 RequestHandler = Callable[[RequestReceived], Awaitable[Any]]
 NotificationHandler = Callable[[str, msgspec.Raw], None]
+
+
+def deliver(ev: ResponseReceived) -> None:
+    """Wake whoever awaits the request ``ev`` answers (its ``waiter`` future)."""
+    fut = ev.request.waiter
+    if fut is not None and not fut.done():
+        if ev.error is not None:
+            fut.set_exception(ev.error)
+        else:
+            fut.set_result(ev.result)
 
 
 def check_timeout(timeout: float) -> float:
@@ -104,12 +114,7 @@ class Peer:
         elif kind is ResponseReceived:
             assert isinstance(ev, ResponseReceived)
             self._progress.pop(ev.request.id, None)
-            fut = ev.request.waiter
-            if fut is not None and not fut.done():
-                if ev.error is not None:
-                    fut.set_exception(ev.error)
-                else:
-                    fut.set_result(ev.result)
+            deliver(ev)
         elif kind is NotificationReceived:
             assert isinstance(ev, NotificationReceived)
             if self._on_notification is not None:
