@@ -182,12 +182,10 @@ def _exception_text(exc: BaseException) -> str:
 
 
 def _pydantic_reason(exc: Any) -> str:
-    try:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        return f"{loc}: {first.get('msg')}" if loc else str(first.get("msg"))
-    except Exception:  # pragma: no cover - defensive
-        return str(exc).split("\n", 1)[0]
+    """The first problem of a pydantic ``ValidationError``, as ``loc: message``."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{loc}: {first.get('msg')}" if loc else str(first.get("msg"))
 
 
 def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) -> CallToolResult:
