@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import secrets
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
@@ -234,6 +233,8 @@ class SessionManager:
     @staticmethod
     def new_id() -> str:
         """An unguessable id of visible ASCII (URL-safe base64 of 32 random bytes)."""
+        import secrets  # not at import time: it pulls in hashlib and random
+
         return secrets.token_urlsafe(32)
 
     def add(self, session: HttpSession) -> bool:
