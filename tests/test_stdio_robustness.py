@@ -452,3 +452,13 @@ async def test_closing_stdin_with_a_handler_in_flight_still_exits_promptly(serve
     code = await asyncio.wait_for(server.proc.wait(), 10)
     assert time.monotonic() - started < 3.0
     assert code == 0
+
+
+async def test_a_modern_only_method_without_meta_is_invalid_params(server: RawServer) -> None:
+    # server/discover exists only in the modern era, so a call without its required
+    # _meta field is a malformed modern request (-32602), not a legacy one (-32600)
+    rid = await server.request("server/discover", modern=False)
+    got_id, code, message = error_of(await server.read())
+    assert (got_id, code) == (rid, -32602)
+    assert "io.modelcontextprotocol/protocolVersion" in message
+    await server.assert_alive()

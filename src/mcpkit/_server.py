@@ -564,7 +564,9 @@ class Server:
             return "legacy", session.protocol_version, session.client_capabilities, session.client_info, session.log_level
         if method == "ping" and self.eras != "modern":
             return "legacy", "", {}, None, None
-        if self.eras == "modern":
+        spec = self._methods.get(method)
+        if self.eras == "modern" or (spec is not None and spec[2] == ("modern",)):
+            # only a modern request can mean this: it lacks its required _meta field
             raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {_META_VERSION}")
         raise McpError(
             INVALID_REQUEST,
