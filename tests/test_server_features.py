@@ -759,9 +759,9 @@ async def test_resource_templates_rfc_6570(era: str) -> None:
 
         # a simple {var} never spans a "/" (RFC 6570 simple expansion escapes it)
         err = await expect_error(c.read_resource("users://a/b/profile"))
-        assert err.code == (-32602 if era == MODERN else -32002)
+        assert err.code == -32602
         err = await expect_error(c.read_resource("users:///profile"))
-        assert err.code == (-32602 if era == MODERN else -32002)
+        assert err.code == -32602
 
 
 # === prompts =========================================================================================

@@ -25,7 +25,6 @@ from ._errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    RESOURCE_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     flatten_text,
@@ -723,9 +722,9 @@ class Server:
                     handler, kwargs, mime = td.handler, found, td.template.mime_type
                     break
             else:
-                if ctx.era == "modern":
-                    raise McpError(INVALID_PARAMS, "Resource not found", {"uri": uri})
-                raise McpError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+                # -32602 in both eras: 2026-07-28 requires it, and the conformance suite
+                # grades the legacy -32002 as a warning for every revision (DESIGN.md §2).
+                raise McpError(INVALID_PARAMS, "Resource not found", {"uri": uri})
         value = await handler(ctx, dict(kwargs))
         return ReadResourceResult(contents=to_contents(value, uri, mime))
 
