@@ -9,10 +9,7 @@ the ``initialize`` handshake (legacy era, 2025-11-25 back to 2024-11-05).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -21,7 +18,6 @@ import msgspec
 from ._context import Context
 from ._errors import (
     DEFAULT_MAX_ERROR_TEXT,
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -33,8 +29,9 @@ from ._jsonrpc import RequestReceived
 from ._peer import Peer
 from ._resources import PromptDef, ResourceDef, TemplateDef, is_valid_uri, to_contents, to_prompt_result
 from ._threads import run_sync
-from ._tools import ToolDef, has_status, tool_from_function, tool_from_schema
+from ._tools import ToolDef, tool_from_function, tool_from_schema
 from ._transport import ServerStdio, Transport
+from ._wire_errors import bounded, decode_cursor, encode_cursor, internal_error, to_wire_error
 
 if TYPE_CHECKING:
     from ._http_server import StreamableHTTPApp
@@ -86,17 +83,6 @@ _META_INFO = "io.modelcontextprotocol/clientInfo"
 _META_LEVEL = "io.modelcontextprotocol/logLevel"
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
-_H3_CODES = {
-    400: INVALID_PARAMS,
-    422: INVALID_PARAMS,
-    401: -32001,
-    403: -32003,
-    404: -32004,
-    408: -32008,
-    409: -32009,
-    429: -32029,
-}
-_CURSOR_PREFIX = b"mcpkit:"
 
 _decode_meta = msgspec.json.Decoder(_Params).decode
 _decoders: dict[type, Any] = {}
@@ -518,10 +504,12 @@ class Server:
             raise
         except McpError as exc:
             if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
-                raise self._internal_error(exc, f"handler for {method}") from None
-            raise self._bounded(exc) from None
+                raise internal_error(
+                    exc, f"handler for {method}", expose=self.expose_internal_errors, limit=self.max_error_text
+                ) from None
+            raise bounded(exc, self.max_error_text) from None
         except BaseException as exc:  # of any type: only this request fails
-            raise self._protocol_error(exc, era, method) from None
+            raise to_wire_error(exc, era, method, expose=self.expose_internal_errors, limit=self.max_error_text) from None
         finally:
             ctx._finish()
         if era == "modern":
@@ -619,60 +607,10 @@ class Server:
             return out
         return result
 
-    def _bounded(self, exc: McpError) -> McpError:
-        """``exc`` with its message flattened and bounded (DESIGN.md §4)."""
-        message = flatten_text(exc.message, self.max_error_text)
-        if message == exc.message:
-            return exc
-        return McpError(exc.code, message, exc.data, status=exc.status)
-
-    def _internal_error(self, exc: BaseException, what: str) -> McpError:
-        ref = os.urandom(6).hex()
-        log.error("%s failed (reference %s)", what, ref, exc_info=exc)
-        message = (
-            flatten_text(str(exc) or type(exc).__name__, self.max_error_text) if self.expose_internal_errors else "Internal error"
-        )
-        return McpError(INTERNAL_ERROR, message, {"reference": ref})
-
-    def _protocol_error(self, exc: BaseException, era: Era, method: str) -> McpError:
-        if has_status(exc):
-            status: int = exc.status_code  # type: ignore[attr-defined]
-            if era == "modern":
-                if status in (400, 404, 409, 422):
-                    return McpError(INVALID_PARAMS, "Invalid params", status=400)
-                ref = os.urandom(6).hex()
-                log.error("handler for %s failed with HTTP status %s (reference %s)", method, status, ref, exc_info=exc)
-                return McpError(INTERNAL_ERROR, "Internal error", {"reference": ref}, status=500)
-            code = _H3_CODES.get(status) or (-32000 if 300 <= status < 500 else INTERNAL_ERROR)
-            detail = getattr(exc, "detail", None)
-            text = detail if isinstance(detail, str) and detail else str(exc)
-            if not text:
-                from http import HTTPStatus
-
-                try:
-                    text = HTTPStatus(status).phrase
-                except ValueError:
-                    text = f"HTTP {status}"
-            return McpError(code, flatten_text(text, self.max_error_text))
-        return self._internal_error(exc, f"handler for {method}")
-
-    # --- pagination ----------------------------------------------------------------------
-
     def _page(self, items: list[Any], cursor: str | None) -> tuple[list[Any], str | None]:
-        start = 0
-        if cursor is not None:
-            try:
-                raw = base64.urlsafe_b64decode(cursor.encode("ascii"))
-                if not raw.startswith(_CURSOR_PREFIX):
-                    raise ValueError
-                start = int(raw[len(_CURSOR_PREFIX) :])
-                if not 0 < start <= len(items):
-                    raise ValueError
-            except (ValueError, binascii.Error, UnicodeEncodeError):
-                raise McpError(INVALID_PARAMS, "Invalid cursor") from None
+        start = decode_cursor(cursor, len(items)) if cursor is not None else 0
         end = start + self.page_size
-        nxt = base64.urlsafe_b64encode(_CURSOR_PREFIX + str(end).encode()).decode() if end < len(items) else None
-        return items[start:end], nxt
+        return items[start:end], encode_cursor(end) if end < len(items) else None
 
     # --- method handlers -----------------------------------------------------------------
 

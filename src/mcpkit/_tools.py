@@ -32,18 +32,13 @@ from ._types import (
     ToolAnnotations,
 )
 from ._validate import SchemaError, Validator, compile_schema
+from ._wire_errors import has_status
 
-__all__ = ["ToolDef", "tool_from_function", "tool_from_schema", "to_call_result", "has_status"]
+__all__ = ["ToolDef", "tool_from_function", "tool_from_schema", "to_call_result"]
 
 log = logging.getLogger("mcpkit.server")
 _CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 _json = msgspec.json.Encoder()
-
-
-def has_status(exc: BaseException) -> bool:
-    """Whether ``exc`` carries an HTTP status (``HttpError`` or an int ``status_code``)."""
-    code = getattr(exc, "status_code", None)
-    return isinstance(code, int) and not isinstance(code, bool)
 
 
 class ToolDef:
