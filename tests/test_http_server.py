@@ -961,6 +961,16 @@ def test_modern_unknown_method_is_404_32601(http: httpx.Client, url: str) -> Non
     assert "tools/frobnicate" in error["message"]
 
 
+@pytest.mark.parametrize("method", ["ping", "initialize", "logging/setLevel"])
+def test_methods_removed_in_2026_07_28_are_404_32601_for_modern_requests(http: httpx.Client, url: str, method: str) -> None:
+    # a dual-era server still implements them for legacy sessions, but a request that
+    # carries modern _meta asks for 2026-07-28, which has no such method
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}} if method == "initialize" else None
+    resp = post_modern(http, url, method, params)
+    assert_error(resp, 404, -32601)
+    assert "mcp-session-id" not in resp.headers
+
+
 @pytest.mark.parametrize(
     ("arguments", "param_headers", "expected"),
     [

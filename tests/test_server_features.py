@@ -1174,7 +1174,8 @@ EVERY_METHOD: list[tuple[str, dict[str, Any] | None]] = [
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_result_type_on_every_modern_result_and_absent_in_legacy(era: str) -> None:
-    methods = [*EVERY_METHOD, ("server/discover", None)] if era == MODERN else EVERY_METHOD
+    # 2026-07-28 removed ping and added server/discover
+    methods = [*EVERY_METHOD[1:], ("server/discover", None)] if era == MODERN else EVERY_METHOD
     async with client(full_server(), era) as c:
         for method, params in methods:
             result = await c.send_request(method, params)
@@ -1266,3 +1267,17 @@ async def test_features_over_stdio(era: str) -> None:
             assert c.server_info is not None
             assert c.server_info.version == "2.0.1"
             assert c.instructions == "Ask about the weather."
+
+
+async def test_methods_removed_in_2026_07_28_are_not_found_for_modern_requests() -> None:
+    """ping, logging/setLevel and initialize do not exist in the modern era: a request
+    that carries modern _meta gets -32601, even on a dual-era server."""
+    async with client(full_server(), MODERN) as c:
+        for method, params in (
+            ("ping", None),
+            ("logging/setLevel", {"level": "info"}),
+            ("initialize", {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
+        ):
+            err = await expect_error(c.send_request(method, params))
+            assert err.code == -32601, (method, err)
+        await c.ping()  # the client's ping is a server/discover round trip in this era

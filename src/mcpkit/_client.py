@@ -361,8 +361,12 @@ class Client:
         return _decode(await self._request(method, params, self._timeout(timeout), on_progress), tp)
 
     async def ping(self, *, timeout: float | None = None) -> None:
-        """Check the server answers (``ping``)."""
-        await self._typed("ping", None, EmptyResult, timeout)
+        """Check that the server answers: ``ping`` in the legacy era; in the modern era,
+        which removed ``ping``, a ``server/discover`` round trip."""
+        if self.era == "modern":
+            await self._typed("server/discover", None, DiscoverResult, timeout)
+        else:
+            await self._typed("ping", None, EmptyResult, timeout)
 
     async def discover(self, *, timeout: float | None = None) -> DiscoverResult:
         """``server/discover``: the server's versions, capabilities and identity."""

@@ -269,7 +269,7 @@ class StreamableHTTPApp:
             except msgspec.ValidationError:
                 meta = None  # the dispatcher answers -32602 for a malformed _meta
             version = meta.get(_META_VERSION) if isinstance(meta, dict) else None
-            if version is not None and self.server.eras != "legacy" and ev.method != "initialize":
+            if version is not None and self.server.eras != "legacy":
                 if session is not None:  # modern requests ignore Mcp-Session-Id
                     engine.abandon(ev.id)
                     engine = Engine(max_error_text=self.server.max_error_text)

@@ -164,7 +164,7 @@ class Server:
         self._middleware: list[Middleware] = []
         self._server_meta = {_SERVER_INFO: {"name": name, "version": version}}
         self._methods: dict[str, tuple[type[Any], Callable[[Context, Any], Awaitable[Any]], tuple[Era, ...]]] = {
-            "ping": (_Params, self._ping, ("modern", "legacy")),
+            "ping": (_Params, self._ping, ("legacy",)),  # removed in 2026-07-28
             "server/discover": (_Params, self._discover, ("modern",)),
             "tools/list": (CursorParams, self._list_tools, ("modern", "legacy")),
             "tools/call": (CallToolParams, self._call_tool, ("modern", "legacy")),
@@ -474,7 +474,7 @@ class Server:
             raise McpError(INVALID_PARAMS, "Invalid params: _meta must be an object") from None
         meta = meta if isinstance(meta, dict) else {}
         era, version, caps, info, level = self._resolve_era(method, meta, raw_params, session)
-        if method == "initialize":
+        if method == "initialize" and era == "legacy":
             return self._initialize(raw_params, session)
         spec = self._methods.get(method)
         if spec is None or era not in spec[2]:
@@ -526,7 +526,7 @@ class Server:
         self, method: str, meta: dict[str, Any], raw: msgspec.Raw, session: _Session
     ) -> tuple[Era, str, dict[str, Any], Implementation | None, str | None]:
         version = meta.get(_META_VERSION)
-        if version is not None and self.eras != "legacy" and method != "initialize":
+        if version is not None and self.eras != "legacy":  # modern _meta: even initialize is modern (-32601)
             if version not in MODERN_PROTOCOL_VERSIONS:
                 raise McpError(
                     UNSUPPORTED_PROTOCOL_VERSION,
