@@ -672,7 +672,11 @@ async def test_middleware_exception_for_other_methods_too(era: str, caplog: pyte
         return await call_next()
 
     async with Client(server, ClientOptions(protocol_version=era)) as c:
-        for call in (lambda: c.read_resource("mw://r"), c.list_tools, lambda: c.send_request("ping" if c.era == "legacy" else "server/discover")):
+        for call in (
+            lambda: c.read_resource("mw://r"),
+            c.list_tools,
+            lambda: c.send_request("ping" if c.era == "legacy" else "server/discover"),
+        ):
             err = await expect_error(call())
             assert_internal_error(err, logs=caplog.text)
         assert text_of(await c.call_tool("echo", {"text": "x"})) == "x"
