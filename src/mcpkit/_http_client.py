@@ -431,21 +431,19 @@ class HttpTransport:
                     await self._consume(resp, rid, modern is not None)
                     return
                 raw, _ = await self._read(resp, _ERROR_BODY_LIMIT)
-                if attempt == 1 and status == 404 and session is not None and method != "initialize":
-                    pass  # the session is gone: open a new one below, then retry once
-                elif attempt == 1 and status == 400 and modern is not None and method == "tools/call" and b"-32020" in raw:
+                if attempt == 1 and status == 400 and modern is not None and method == "tools/call" and b"-32020" in raw:
                     fresh = await self._relearn(body, modern)  # HeaderMismatch: the tool's schema may have changed
                     if fresh is None:
                         self._deliver_error(rid, resp, raw)
                         return
                     modern = fresh
                     continue
-                else:
+                if not (attempt == 1 and status == 404 and session is not None and method != "initialize"):
                     self._deliver_error(rid, resp, raw)
                     return
             finally:
                 await resp.aclose()
-            await self._reinitialize(session)
+            await self._reinitialize(session)  # the session is gone: open a new one, then retry once
 
     def _deliver_error(self, rid: RequestId, resp: httpx.Response, raw: bytes) -> None:
         """An error status: its JSON-RPC error body is the response, else one is made up."""
