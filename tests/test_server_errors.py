@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import logging
 import re
 import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 import mcpkit
+from conftest import ERAS, LEGACY, MODERN, SERVERS, load_server
 from mcpkit import (
     CallToolResult,
     Client,
@@ -38,24 +36,11 @@ from mcpkit import (
 
 pytestmark = pytest.mark.timeout(30)
 
-SERVERS = Path(__file__).resolve().parent / "servers"
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
-ERAS = [pytest.param(MODERN, id="modern"), pytest.param(LEGACY, id="legacy")]
 TRANSPORTS = [pytest.param("memory", id="memory"), pytest.param("stdio", id="stdio")]
 MAX_ERROR_TEXT = 1024
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_mcpkit_tests_{name}", SERVERS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-contract = _load("contract_errors")
+contract = load_server("contract_errors")
 SECRET: str = contract.SECRET
 CUSTOM = (contract.CUSTOM_CODE, contract.CUSTOM_MESSAGE, contract.CUSTOM_DATA)
 

@@ -13,19 +13,17 @@ import base64
 import contextlib
 import dataclasses
 import enum
-import importlib.util
 import json
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Literal, Optional, TypedDict
 
 import jsonschema_rs
 import pydantic
 import pytest
 
+from conftest import ERAS, LEGACY, MODERN, SERVERS, load_server
 from mcpkit import (
     CallToolResult,
     Client,
@@ -43,24 +41,11 @@ from mcpkit import (
 
 pytestmark = pytest.mark.timeout(30)
 
-SERVERS = Path(__file__).resolve().parent / "servers"
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
-ERAS = [pytest.param(MODERN, id="modern"), pytest.param(LEGACY, id="legacy")]
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 CACHEABLE = {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_mcpkit_tests_{name}", SERVERS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-features = _load("contract_features")
+features = load_server("contract_features")
 
 
 def client(server: Server, era: str, **options: Any) -> Client:
