@@ -303,18 +303,15 @@ class Engine:
             return Reply(_error_bytes(None, PARSE_ERROR, f"Parse error: {text}"))
         rid = env.id
         has_id = rid is not UNSET
+        reply_id = rid if _valid_id(rid) else None  # the id to answer an invalid message with
         if env.jsonrpc != "2.0":
-            if has_id and not _valid_id(rid):
-                rid = None
             if env.method is UNSET and not has_id:
                 return None
-            return Reply(_error_bytes(rid if has_id else None, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"'))
+            return Reply(_error_bytes(reply_id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"'))
         method = env.method
         if method is not UNSET:
             if type(method) is not str:
-                return Reply(
-                    _error_bytes(rid if _valid_id(rid) else None, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
-                )
+                return Reply(_error_bytes(reply_id, INVALID_REQUEST, 'Invalid Request: "method" must be a string'))
             params = env.params
             if params and bytes(memoryview(params)[:1]) != b"{":
                 if bytes(memoryview(params)[:4]) == b"null":
@@ -322,11 +319,10 @@ class Engine:
                 elif not has_id:
                     return None
                 else:
-                    rid = rid if _valid_id(rid) else None
-                    return Reply(_error_bytes(rid, INVALID_REQUEST, 'Invalid Request: "params" must be an object'))
+                    return Reply(_error_bytes(reply_id, INVALID_REQUEST, 'Invalid Request: "params" must be an object'))
             if not has_id:
                 return self._notification(method, params)
-            if not _valid_id(rid):
+            if reply_id is None:
                 return Reply(_error_bytes(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer'))
             if rid in self.incoming:
                 return Reply(_error_bytes(rid, INVALID_REQUEST, "Invalid Request: id is already in use by a request in progress"))
@@ -335,7 +331,7 @@ class Engine:
         # a response
         if not has_id:
             return Reply(_error_bytes(None, INVALID_REQUEST, 'Invalid Request: missing "method"'))
-        if not _valid_id(rid):
+        if reply_id is None:
             return None  # a response we cannot match (id null: the peer could not read our message)
         if env.error is not UNSET:
             if rid not in self.outgoing:
