@@ -101,7 +101,7 @@ def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
 class _Session:
     """Per-connection legacy-era state (a stdio process, an in-memory pair)."""
 
-    __slots__ = ("client_capabilities", "client_info", "initialized", "log_level", "peer", "protocol_version")
+    __slots__ = ("client_capabilities", "client_info", "initialized", "log_level", "protocol_version")
 
     def __init__(self) -> None:
         self.initialized = False
@@ -109,7 +109,6 @@ class _Session:
         self.client_info: Implementation | None = None
         self.client_capabilities: dict[str, Any] = {}
         self.log_level: str | None = None
-        self.peer: Peer | None = None
 
 
 class Server:
@@ -443,7 +442,6 @@ class Server:
             max_error_text=self.max_error_text,
             max_message_size=self.max_message_size,
         )
-        session.peer = peer
         await peer.start()
         try:
             await asyncio.shield(peer.closed)

@@ -352,15 +352,3 @@ class InitializeParams(_Params, kw_only=True):
 
 class SetLevelParams(_Params, kw_only=True):
     level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-
-
-class CancelledParams(_Params, kw_only=True):
-    request_id: int | str | None = None
-    reason: str | None = None
-
-
-class ProgressParams(_Params, kw_only=True):
-    progress_token: int | str
-    progress: float
-    total: float | None = None
-    message: str | None = None
