@@ -1,6 +1,6 @@
 """The sans-IO JSON-RPC engine and the newline framer, without any I/O (DESIGN.md §7).
 
-Every test drives :class:`mcpkit._jsonrpc.Engine` or :class:`mcpkit._transport.LineFramer`
+Every test drives :class:`mcpkit.protocol.engine.Engine` or :class:`mcpkit.protocol.framing.LineFramer`
 directly with bytes and plain numbers for time: no event loop, no pipes, no clock.
 """
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpkit import McpError
-from mcpkit._jsonrpc import (
+from mcpkit.protocol.engine import (
     CancelReceived,
     Engine,
     NotificationReceived,
@@ -23,7 +23,7 @@ from mcpkit._jsonrpc import (
     RequestReceived,
     ResponseReceived,
 )
-from mcpkit._transport import OVERSIZED, LineFramer
+from mcpkit.protocol.framing import OVERSIZED, LineFramer
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -34,9 +34,9 @@ def msg(obj: Any) -> bytes:
 
 
 def decode(data: bytes) -> dict[str, Any]:
-    """Decode one complete outbound message, checking it is exactly one line."""
-    assert data.endswith(b"\n")
-    assert data.count(b"\n") == 1
+    """Decode one complete outbound message, checking it has no line break: the engine
+    does not frame, so a newline-framed transport can carry it as exactly one line."""
+    assert b"\n" not in data
     out = json.loads(data)
     assert isinstance(out, dict)
     assert out["jsonrpc"] == "2.0"
@@ -220,18 +220,17 @@ def test_late_response_to_a_cancelled_request_is_ignored() -> None:
     )
 
 
-def test_expire_returns_requests_at_or_past_their_deadline() -> None:
+def test_timed_out_requests_end_with_cancel() -> None:
+    # The driver keeps the clock (one timer per request, at out.deadline); a request
+    # whose deadline passed ends with cancel, which announces only written requests.
     engine = Engine()
     a = sent_request(engine, deadline=1.0)
     b = sent_request(engine, deadline=2.0)
     c = engine.start_request("ping", None, deadline=2.0)  # not yet written
     d = sent_request(engine, deadline=3.0)
-    assert engine.expire(0.5) == []
-    assert engine.expire(1.0) == [a]
-    assert {o.id for o in engine.expire(2.5)} == {a.id, b.id, c.id}
-    # expiring ends with cancel: only written requests are announced
+    assert [o.deadline for o in (a, b, c, d)] == [1.0, 2.0, 2.0, 3.0]
     announced = {}
-    for out in engine.expire(2.5):
+    for out in (a, b, c):
         pending, data = engine.cancel(out.id, "Request timed out")
         assert pending is out
         announced[out.id] = data
@@ -239,7 +238,7 @@ def test_expire_returns_requests_at_or_past_their_deadline() -> None:
     assert announced[b.id] is not None
     assert announced[c.id] is None
     assert engine.outgoing == {d.id: d}
-    assert engine.expire(2.5) == []
+    assert engine.cancel(a.id) == (None, None)
     # late responses to the expired ones are ignored
     assert engine.receive(result(a.id)) is None
     assert engine.receive(result(c.id)) is None
@@ -251,7 +250,6 @@ def test_fail_all_forgets_every_pending_request() -> None:
     failed = engine.fail_all()
     assert {o.id for o in failed} == {o.id for o in outs}
     assert engine.outgoing == {}
-    assert engine.expire(1e9) == []
     for o in outs:
         assert engine.receive(result(o.id)) is None
         note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": o.id, "progress": 1}}
@@ -463,7 +461,7 @@ def test_unparseable_input_is_a_parse_error_with_id_null(line: bytes) -> None:
     engine = Engine()
     assert isinstance(engine.receive(request(1, "tools/call")), RequestReceived)  # cancel/progress have a target
     engine.start_request("tools/call", {}, deadline=1.0, progress=True)
-    engine.incoming.clear()
+    engine.abandon_all()
     rid, code, message = reply_error(engine.receive(line))
     assert rid is None
     assert code == -32700

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import SERVERS
 from mcpkit import Client, ClientOptions, ConnectionClosed, HttpTransport, McpError, RequestTimeout
-from mcpkit._http_headers import decode_header_value, encode_header_value, x_mcp_header_map
+from mcpkit.protocol.headers import decode_header_value, encode_header_value, x_mcp_header_map
 
 LEGACY = ClientOptions(protocol_version="2025-11-25")
 MODERN = ClientOptions(protocol_version="2026-07-28")

@@ -35,7 +35,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Mount
 
 from mcpkit import Context, HttpError, McpError, Server
-from mcpkit._http_sessions import InMemoryEventStore
+from mcpkit.transports.http.server.sessions import InMemoryEventStore
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 

@@ -1,14 +1,14 @@
 """mcpkit: a Model Context Protocol SDK — server, client and transports.
 
-The public surface is what ``__all__`` lists; everything in ``mcpkit._*`` modules is
-private and may change.
+The public surface is what ``__all__`` lists, imported from here. The subpackages
+(``protocol``, ``runtime``, ``transports``, ``server``, ``client``) are the
+implementation and may change; docs/design.md describes how they fit.
 """
 
-__version__ = "0.1.0"
-
-from ._client import Client, ClientOptions, RequestOptions
-from ._context import Context
-from ._errors import (
+from ._version import __version__
+from .client.client import Client
+from .client.options import ClientOptions, RequestOptions
+from .protocol.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -23,13 +23,7 @@ from ._errors import (
     ToolError,
     flatten_text,
 )
-from ._http_client import HttpTransport
-from ._http_sessions import EventStore, InMemoryEventStore
-from ._server import CallNext, Middleware, Server
-from ._transport import StdioTransport, Transport
-from ._types import (
-    LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
+from .protocol.types import (
     AudioContent,
     CallToolResult,
     CompleteResult,
@@ -56,6 +50,13 @@ from ._types import (
     Tool,
     ToolAnnotations,
 )
+from .protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from .server.context import Context
+from .server.server import CallNext, Middleware, Server
+from .transports.base import Transport
+from .transports.http.client.transport import HttpTransport
+from .transports.http.server.sessions import EventStore, InMemoryEventStore
+from .transports.process import StdioTransport
 
 __all__ = [
     "__version__",

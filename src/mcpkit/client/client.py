@@ -1,0 +1,250 @@
+"""The :class:`Client`: typed requests with deadlines and cancellation, over any
+transport. Era negotiation lives in :mod:`.negotiation`, the server's own messages in
+:mod:`.handlers`, settings in :mod:`.options`."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from ..protocol import meta as meta_keys
+from ..protocol.eras import LEGACY, EraPolicy
+from ..protocol.errors import ConnectionClosed
+from ..protocol.types import (
+    LOG_LEVELS,
+    CallToolResult,
+    CompleteResult,
+    DiscoverResult,
+    EmptyResult,
+    GetPromptResult,
+    Implementation,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    ReadResourceResult,
+)
+from ..runtime.peer import Peer, ProgressCallback, check_timeout
+from ..transports.base import Servable, Transport
+from .handlers import ServerMessages
+from .negotiation import negotiate
+from .options import ClientOptions, RequestOptions
+from .results import decode_result
+
+__all__ = ["Client"]
+
+T = TypeVar("T")
+
+
+class Client:
+    """An MCP client over one transport (or straight to a :class:`~mcpkit.Server` in
+    memory).
+
+    Use as ``async with Client(transport) as client: ...``. Every request has a
+    deadline; errors are raised as :class:`~mcpkit.McpError` (``RequestTimeout`` and
+    ``ConnectionClosed`` are local); a tool result with ``is_error`` is returned.
+    """
+
+    def __init__(self, transport: Transport | Servable, options: ClientOptions | None = None) -> None:
+        self.options = options or ClientOptions()
+        if isinstance(transport, Servable):
+            from ..transports.memory import ServerInMemory
+
+            self.transport: Transport = ServerInMemory(transport)
+        else:
+            self.transport = transport
+        self._peer: Peer | None = None
+        self._inbound = ServerMessages(self.options)
+        self._policy: EraPolicy = LEGACY
+        self.era: Literal["modern", "legacy"] | None = None
+        self.protocol_version: str | None = None
+        self.server_info: Implementation | None = None
+        self.server_capabilities: dict[str, Any] = {}
+        self.instructions: str | None = None
+        self._meta: dict[str, Any] = {}
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open the transport and agree on a protocol era and version.
+
+        Raises ``OSError`` if the transport cannot start, :class:`McpError` if the
+        server refuses every version we speak, :class:`ConnectionClosed` if it goes
+        away, :class:`RequestTimeout` if it does not answer the handshake in time.
+        On failure or cancellation the transport is closed before the exception
+        propagates.
+        """
+        if self._peer is not None:
+            raise RuntimeError("the client is already connected")
+        self._peer = Peer(
+            self.transport,
+            on_request=self._inbound.on_request,
+            on_notification=self._inbound.on_notification,
+            max_error_text=self.options.max_error_text,
+        )
+        try:
+            await self._peer.start()
+            await negotiate(self)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Close the transport (for a spawned server: close stdin, wait, SIGTERM,
+        SIGKILL). Pending requests fail with :class:`ConnectionClosed`. Idempotent."""
+        if self._peer is not None:
+            await self._peer.close()
+        else:
+            await self.transport.close()
+
+    def _agree(self, policy: EraPolicy, version: str, meta: dict[str, Any]) -> None:
+        """Adopt an era (called by negotiation only)."""
+        self._policy = policy
+        self.era = policy.name
+        self.protocol_version = version
+        self._meta = meta
+
+    # --- requests ------------------------------------------------------------------------
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.options.request_timeout if timeout is None else check_timeout(timeout)
+
+    async def _request(
+        self, method: str, params: dict[str, Any] | None, timeout: float, on_progress: ProgressCallback | None
+    ) -> msgspec.Raw:
+        peer = self._peer
+        if peer is None:
+            raise RuntimeError("the client is not connected; use 'async with Client(...)' or await connect()")
+        if self._meta:
+            params = dict(params) if params else {}
+            extra = params.get("_meta")
+            params["_meta"] = {**self._meta, **extra} if isinstance(extra, dict) else self._meta
+        return await peer.request(method, params, timeout=timeout, on_progress=on_progress)
+
+    def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification as it is (dropped if the connection is gone)."""
+        if self._peer is not None:
+            self._peer.notify(method, params)
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, options: RequestOptions | None = None
+    ) -> dict[str, Any]:
+        """Send any request and return its result as a dict.
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` and
+        :class:`ConnectionClosed` (local) as described in the class docs. Cancelling
+        the calling task sends ``notifications/cancelled`` and re-raises.
+        """
+        options = options or RequestOptions()
+        timeout = options.timeout if options.timeout is not None else self.options.request_timeout
+        raw = await self._request(method, params, timeout, options.on_progress)
+        return decode_result(raw, dict[str, Any])
+
+    async def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification. Raises :class:`ConnectionClosed` if the connection is gone."""
+        peer = self._peer
+        if peer is None or peer.is_closed:
+            raise ConnectionClosed()
+        if self._meta:
+            params = dict(params) if params else {}
+            params.setdefault("_meta", self._meta)
+        peer.notify(method, params)
+
+    async def _typed(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        tp: type[T],
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+    ) -> T:
+        return decode_result(await self._request(method, params, self._timeout(timeout), on_progress), tp)
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """Check that the server answers: ``ping`` in the legacy era; in the modern era,
+        which removed ``ping``, a ``server/discover`` round trip."""
+        await self._typed(self._policy.ping_method, None, dict[str, Any], timeout)
+
+    async def discover(self, *, timeout: float | None = None) -> DiscoverResult:
+        """``server/discover``: the server's versions, capabilities and identity."""
+        return await self._typed("server/discover", None, DiscoverResult, timeout)
+
+    async def list_tools(self, cursor: str | None = None, *, timeout: float | None = None) -> ListToolsResult:
+        return await self._typed("tools/list", _cursor(cursor), ListToolsResult, timeout)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> CallToolResult:
+        """Call a tool. A failed tool returns a result with ``is_error=True`` (not
+        raised); protocol errors raise :class:`McpError`."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        if meta:
+            params["_meta"] = meta
+        return await self._typed("tools/call", params, CallToolResult, timeout, on_progress)
+
+    async def list_resources(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourcesResult:
+        return await self._typed("resources/list", _cursor(cursor), ListResourcesResult, timeout)
+
+    async def list_resource_templates(
+        self, cursor: str | None = None, *, timeout: float | None = None
+    ) -> ListResourceTemplatesResult:
+        return await self._typed("resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout)
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        return await self._typed("resources/read", {"uri": uri}, ReadResourceResult, timeout)
+
+    async def list_prompts(self, cursor: str | None = None, *, timeout: float | None = None) -> ListPromptsResult:
+        return await self._typed("prompts/list", _cursor(cursor), ListPromptsResult, timeout)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+    ) -> GetPromptResult:
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = arguments
+        return await self._typed("prompts/get", params, GetPromptResult, timeout)
+
+    async def complete(
+        self,
+        ref: dict[str, str],
+        argument: str,
+        value: str,
+        *,
+        context: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> CompleteResult:
+        """``completion/complete`` for ``ref`` (``{"type": "ref/prompt", "name": …}`` or
+        ``{"type": "ref/resource", "uri": …}``)."""
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": context}
+        return await self._typed("completion/complete", params, CompleteResult, timeout)
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """Legacy era: ``logging/setLevel``. Modern era: sets the per-request
+        ``logLevel`` sent from now on."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        if self._policy.stateless:
+            self._meta = {**self._meta, meta_keys.LOG_LEVEL: level}
+            return
+        await self._typed("logging/setLevel", {"level": level}, EmptyResult, timeout)
+
+
+def _cursor(cursor: str | None) -> dict[str, Any] | None:
+    return {"cursor": cursor} if cursor is not None else None

@@ -1,0 +1,131 @@
+"""Agreeing on a protocol era and revision with the server: the one place the client
+chooses its :class:`~mcpkit.protocol.eras.EraPolicy`.
+
+Unless a revision is pinned, the client probes with ``server/discover`` (modern) and
+falls back to ``initialize`` (legacy) on silence or on any error that is not a modern
+server's -32022 naming revisions we share.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..protocol import meta as meta_keys
+from ..protocol.eras import LEGACY, MODERN
+from ..protocol.errors import UNSUPPORTED_PROTOCOL_VERSION, ConnectionClosed, McpError, RequestTimeout
+from ..protocol.types import Implementation, InitializeResult
+from ..protocol.versions import LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, era_of
+from .results import decode_result
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["negotiate"]
+
+
+async def negotiate(client: Client) -> None:
+    """Settle ``client``'s era, revision and what the server told about itself.
+
+    Raises :class:`McpError` if the server refuses every revision we speak,
+    :class:`ConnectionClosed` if it goes away, :class:`RequestTimeout` if it does not
+    answer ``initialize`` in time.
+    """
+    options = client.options
+    pinned = options.protocol_version
+    if pinned is not None:
+        if era_of(pinned) == "modern":
+            use_modern(client, pinned)
+        else:
+            await initialize(client, pinned)
+        return
+    use_modern(client, LATEST_PROTOCOL_VERSION)
+    try:
+        found = await client.discover(timeout=min(options.discover_timeout, options.request_timeout))
+    except ConnectionClosed:
+        raise
+    except RequestTimeout:
+        await initialize(client, LEGACY_PROTOCOL_VERSIONS[0])
+        return
+    except McpError as exc:
+        await _after_refusal(client, exc)
+        return
+    modern = [v for v in MODERN_PROTOCOL_VERSIONS if v in found.supported_versions]
+    if modern:
+        use_modern(client, modern[0])
+        client.server_capabilities = found.capabilities
+        client.instructions = found.instructions
+        client.server_info = server_info_from(found.meta)
+        return
+    legacy = [v for v in LEGACY_PROTOCOL_VERSIONS if v in found.supported_versions]
+    await initialize(client, legacy[0] if legacy else LEGACY_PROTOCOL_VERSIONS[0])
+
+
+async def _after_refusal(client: Client, exc: McpError) -> None:
+    """The probe got an error: a modern server's -32022 lists what it speaks; anything
+    else means a legacy server."""
+    if not (exc.code == UNSUPPORTED_PROTOCOL_VERSION and not exc.local and isinstance(exc.data, dict)):
+        await initialize(client, LEGACY_PROTOCOL_VERSIONS[0])
+        return
+    offered = exc.data.get("supported") or []
+    modern = [v for v in MODERN_PROTOCOL_VERSIONS if v in offered]
+    if modern:
+        use_modern(client, modern[0])
+        return
+    legacy = [v for v in LEGACY_PROTOCOL_VERSIONS if v in offered]
+    if not legacy:
+        raise exc
+    await initialize(client, legacy[0])
+
+
+def use_modern(client: Client, version: str) -> None:
+    """Modern era: no handshake; every request will carry this ``_meta``."""
+    options = client.options
+    meta: dict[str, Any] = {
+        meta_keys.PROTOCOL_VERSION: version,
+        meta_keys.CLIENT_CAPABILITIES: options.capabilities_to_declare(),
+        meta_keys.CLIENT_INFO: msgspec.to_builtins(options.client_info),
+    }
+    if options.log_level is not None:
+        meta[meta_keys.LOG_LEVEL] = options.log_level
+    client._agree(MODERN, version, meta)
+
+
+def server_info_from(meta: dict[str, Any] | None) -> Implementation | None:
+    info = (meta or {}).get(meta_keys.SERVER_INFO)
+    if isinstance(info, dict):
+        try:
+            return msgspec.convert(info, Implementation)
+        except msgspec.ValidationError:
+            pass
+    return None
+
+
+async def initialize(client: Client, version: str) -> None:
+    """Legacy era: the ``initialize`` handshake, then ``notifications/initialized``
+    (and ``logging/setLevel`` if a level is configured and the server logs)."""
+    options = client.options
+    client._agree(LEGACY, version, {})
+    params = {
+        "protocolVersion": version,
+        "capabilities": options.capabilities_to_declare(),
+        "clientInfo": msgspec.to_builtins(options.client_info),
+    }
+    raw = await client._request("initialize", params, options.request_timeout, None)
+    result = decode_result(raw, InitializeResult)
+    if result.protocol_version not in LEGACY_PROTOCOL_VERSIONS:
+        err = McpError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            f"Server chose protocol version {result.protocol_version!r}, which this client does not speak",
+            {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": result.protocol_version},
+        )
+        err.local = True
+        raise err
+    client._agree(LEGACY, result.protocol_version, {})
+    client.server_info = result.server_info
+    client.server_capabilities = result.capabilities
+    client.instructions = result.instructions
+    client._notify("notifications/initialized")
+    if options.log_level is not None and "logging" in result.capabilities:
+        await client.send_request("logging/setLevel", {"level": options.log_level})

@@ -1,0 +1,130 @@
+"""One policy per protocol era: everything that differs between them, in one place.
+
+Each side picks a policy once — the server per request (from ``_meta``, or from the
+session's ``initialize``), the client once at negotiation — and asks it from then on,
+instead of testing the era wherever a difference shows. The policies are stateless
+and shared: :data:`MODERN` (2026-07-28) and :data:`LEGACY` (2025-11-25 back to
+2024-11-05). Revision-level differences inside an era go through
+:func:`~mcpkit.protocol.versions.supports`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Final
+
+import msgspec
+
+from .errors import McpError
+from .types import Cacheable, Result
+from .versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Era
+from .wire_errors import legacy_status_error, modern_status_error
+
+__all__ = ["EraPolicy", "MODERN", "LEGACY", "policy_for"]
+
+
+class EraPolicy(ABC):
+    """What one era does differently. Subclassed once per era; never instantiated by
+    users."""
+
+    #: ``"modern"`` or ``"legacy"``.
+    name: Era
+    #: The revisions of this era, newest first.
+    versions: tuple[str, ...]
+    #: Requests carry the protocol version, capabilities and client info in ``_meta``;
+    #: there is no handshake and no session.
+    stateless: bool
+    #: The request a client sends to check that the server answers.
+    ping_method: str
+    #: Log messages reach the client before it has chosen a level.
+    log_by_default: bool
+    #: Over HTTP: a client that disconnects cancels its request's handler.
+    cancel_on_disconnect: bool
+    #: Over HTTP: SSE streams are stored so that a dropped one can be resumed.
+    resumable_streams: bool
+    #: Methods that exist only in the other era (answered -32601 here).
+    foreign_methods: frozenset[str]
+
+    def serves(self, method: str) -> bool:
+        """Whether a request for ``method`` can be served in this era at all."""
+        return method not in self.foreign_methods
+
+    @abstractmethod
+    def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
+        """The error for a handler exception that carries an HTTP status."""
+
+    @abstractmethod
+    def error_status(self, error: McpError) -> int:
+        """The HTTP status of a JSON response carrying ``error``."""
+
+    def finish_result(self, result: Any, *, server_meta: dict[str, Any], ttl_ms: int, cache_scope: str) -> Any:
+        """A handler's result as this era puts it on the wire."""
+        return result
+
+    def __repr__(self) -> str:
+        return f"<{self.name} era policy>"
+
+
+class _Modern(EraPolicy):
+    name: Era = "modern"
+    versions = MODERN_PROTOCOL_VERSIONS
+    stateless = True
+    ping_method = "server/discover"  # 2026-07-28 has no ping
+    log_by_default = False
+    cancel_on_disconnect = True
+    resumable_streams = False
+    foreign_methods = frozenset({"ping", "initialize", "logging/setLevel"})
+
+    def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
+        return modern_status_error(exc, method, limit)
+
+    def error_status(self, error: McpError) -> int:
+        return error.http_status
+
+    def finish_result(self, result: Any, *, server_meta: dict[str, Any], ttl_ms: int, cache_scope: str) -> Any:
+        """Every result says ``resultType: "complete"`` and names the server in
+        ``_meta``; cacheable results get the server's TTL and scope unless they set
+        their own."""
+        if isinstance(result, Result):
+            meta = {**result.meta, **server_meta} if result.meta else server_meta
+            if isinstance(result, Cacheable):
+                return msgspec.structs.replace(
+                    result,
+                    result_type="complete",
+                    meta=meta,
+                    ttl_ms=ttl_ms if result.ttl_ms is msgspec.UNSET else result.ttl_ms,
+                    cache_scope=cache_scope if result.cache_scope is msgspec.UNSET else result.cache_scope,
+                )
+            return msgspec.structs.replace(result, result_type="complete", meta=meta)
+        if isinstance(result, dict):
+            out = dict(result)
+            out.setdefault("resultType", "complete")
+            out["_meta"] = {**out.get("_meta", {}), **server_meta}
+            return out
+        return result
+
+
+class _Legacy(EraPolicy):
+    name: Era = "legacy"
+    versions = LEGACY_PROTOCOL_VERSIONS
+    stateless = False
+    ping_method = "ping"
+    log_by_default = True  # until the client sends logging/setLevel
+    cancel_on_disconnect = False  # the handler runs on; the client may resume the stream
+    resumable_streams = True
+    foreign_methods = frozenset({"server/discover"})
+
+    def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
+        return legacy_status_error(exc, limit)
+
+    def error_status(self, error: McpError) -> int:
+        return 200  # JSON-RPC errors ride on 200 in a session
+
+
+MODERN: Final[EraPolicy] = _Modern()
+LEGACY: Final[EraPolicy] = _Legacy()
+
+
+def policy_for(era: Era) -> EraPolicy:
+    """The policy of ``era``."""
+    return MODERN if era == "modern" else LEGACY

@@ -1,0 +1,67 @@
+"""How a handler's outcome becomes the response bytes of an inbound request, and how
+a response wakes the caller of an outbound one — the same on every transport."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from ..protocol.engine import Engine, Outgoing, RequestId, ResponseReceived
+from ..protocol.errors import INTERNAL_ERROR, McpError
+
+__all__ = ["run_request", "deliver", "fail_waiters"]
+
+logger = logging.getLogger("mcpkit")
+
+
+async def run_request(
+    engine: Engine, rid: RequestId, method: str, call: Callable[[], Awaitable[Any]]
+) -> tuple[bytes | None, McpError | None]:
+    """Await ``call()`` and build the response to inbound request ``rid``.
+
+    Returns the response bytes (None if the peer withdrew the request meanwhile) and,
+    when it failed, the error sent. An :class:`McpError` is sent as it is; any other
+    exception, or a result that cannot be encoded, becomes -32603 "Internal error"
+    (logged). On cancellation the request is abandoned (no response) and
+    ``CancelledError`` propagates.
+    """
+    try:
+        result = await call()
+    except asyncio.CancelledError:
+        engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
+        raise
+    except McpError as exc:
+        return engine.respond_error(rid, exc), exc
+    except BaseException:  # of any type: only this request fails
+        logger.exception("request handler for %s failed", method)
+        error = McpError(INTERNAL_ERROR, "Internal error")
+        return engine.respond_error(rid, error), error
+    try:
+        return engine.respond(rid, result), None
+    except (TypeError, ValueError, msgspec.EncodeError):
+        logger.exception("result of %s could not be encoded", method)
+        error = McpError(INTERNAL_ERROR, "Internal error")
+        return engine.respond_error(rid, error), error
+
+
+def deliver(ev: ResponseReceived) -> None:
+    """Wake whoever awaits the request ``ev`` answers (its ``waiter`` future)."""
+    fut = ev.request.waiter
+    if fut is not None and not fut.done():
+        if ev.error is not None:
+            fut.set_exception(ev.error)
+        else:
+            fut.set_result(ev.result)
+
+
+def fail_waiters(requests: Iterable[Outgoing], error: Callable[[], BaseException]) -> None:
+    """Fail every caller still awaiting one of ``requests`` with a fresh ``error()``
+    (the connection or session is gone)."""
+    for out in requests:
+        fut = out.waiter
+        if fut is not None and not fut.done():
+            fut.set_exception(error())

@@ -1,0 +1,232 @@
+"""The asyncio driver of the sans-IO :class:`~mcpkit.protocol.engine.Engine` over a transport.
+
+One :class:`Peer` per connection, on either side. It feeds inbound bytes to the
+engine, runs each inbound request as its own task (a slow handler never blocks the
+reader or other requests), resolves our requests' futures, and enforces deadlines with
+one timer per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+from ..protocol.engine import (
+    CancelReceived,
+    Engine,
+    NotificationReceived,
+    Outgoing,
+    ProgressReceived,
+    Reply,
+    RequestId,
+    RequestReceived,
+    ResponseReceived,
+    encode,
+)
+from ..protocol.errors import INVALID_REQUEST, ConnectionClosed, RequestTimeout
+from ..protocol.framing import OVERSIZED
+from .channel import Transport
+from .outcome import deliver, fail_waiters, run_request
+
+__all__ = ["Peer", "ProgressCallback", "check_timeout"]
+
+logger = logging.getLogger("mcpkit")
+
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+RequestHandler = Callable[[RequestReceived], Awaitable[Any]]
+NotificationHandler = Callable[[str, msgspec.Raw], None]
+
+
+def check_timeout(timeout: float) -> float:
+    """Validate a timeout in seconds. Raises ``ValueError`` for a non-positive,
+    non-finite or non-numeric value: there is no "no deadline"."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"timeout must be positive and finite, not {timeout!r}")
+    return float(timeout)
+
+
+class Peer:
+    """Drive one connection: requests both ways, notifications, cancellation."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        on_request: RequestHandler,
+        on_notification: NotificationHandler | None = None,
+        max_error_text: int = 1024,
+        max_message_size: int | None = None,
+    ) -> None:
+        self.transport = transport
+        self.engine = Engine(max_error_text=max_error_text)
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._max_message_size = max_message_size
+        self._loop = asyncio.get_running_loop()
+        self._progress: dict[RequestId, ProgressCallback] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.closed: asyncio.Future[str] = self._loop.create_future()
+
+    async def start(self) -> None:
+        """Start the transport. Raises whatever the transport raises (``OSError``)."""
+        await self.transport.start(self._on_message, self._on_close)
+
+    @property
+    def is_closed(self) -> bool:
+        return self.closed.done()
+
+    # --- inbound -------------------------------------------------------------------------
+
+    def _on_message(self, data: bytes) -> None:
+        if data is OVERSIZED or not data:
+            limit = f" of {self._max_message_size} bytes" if self._max_message_size else ""
+            err = {"code": INVALID_REQUEST, "message": f"Invalid Request: message exceeds the size limit{limit}"}
+            self.transport.send(encode({"jsonrpc": "2.0", "id": None, "error": err}))
+            return
+        try:
+            ev = self.engine.receive(data)
+        except Exception:  # never let one message break the reader
+            logger.exception("could not process an incoming message")
+            return
+        kind = type(ev)
+        if kind is RequestReceived:
+            assert isinstance(ev, RequestReceived)
+            task = self._loop.create_task(self._serve(ev))
+            self.engine.attach(ev.id, task)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        elif kind is ResponseReceived:
+            assert isinstance(ev, ResponseReceived)
+            self._progress.pop(ev.request.id, None)
+            deliver(ev)
+        elif kind is NotificationReceived:
+            assert isinstance(ev, NotificationReceived)
+            if self._on_notification is not None:
+                try:
+                    self._on_notification(ev.method, ev.params)
+                except Exception:
+                    logger.exception("notification handler for %s failed", ev.method)
+        elif kind is ProgressReceived:
+            assert isinstance(ev, ProgressReceived)
+            cb = self._progress.get(ev.request.id)
+            if cb is not None:
+                self._call_progress(cb, ev)
+        elif kind is CancelReceived:
+            assert isinstance(ev, CancelReceived)
+            if ev.handle is not None:
+                ev.handle.cancel()
+        elif kind is Reply:
+            assert isinstance(ev, Reply)
+            self.transport.send(ev.data)
+
+    def _call_progress(self, cb: ProgressCallback, ev: ProgressReceived) -> None:
+        try:
+            res = cb(ev.progress, ev.total, ev.message)
+            if inspect.isawaitable(res):
+                task = asyncio.ensure_future(res)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except Exception:
+            logger.exception("progress callback failed")
+
+    async def _serve(self, ev: RequestReceived) -> None:
+        data, _ = await run_request(self.engine, ev.id, ev.method, lambda: self._on_request(ev))
+        if data is not None:  # the transport drops it if it can no longer write
+            self.transport.send(data)
+            await self.transport.drain()
+
+    def _on_close(self, reason: str | None) -> None:
+        if self.closed.done():
+            return
+        self.closed.set_result(reason or "closed")
+        message = f"Connection closed: {reason}" if reason else "Connection closed"
+        fail_waiters(self.engine.fail_all(), lambda: ConnectionClosed(message))
+        self._progress.clear()
+
+    # --- outbound ------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
+    ) -> msgspec.Raw:
+        """Send a request and wait for its result (raw JSON).
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` when
+        ``timeout`` seconds pass first (the request is cancelled on the wire if it was
+        written), :class:`ConnectionClosed` if the connection ends first. If the
+        awaiting task is cancelled, ``notifications/cancelled`` is sent and
+        ``CancelledError`` propagates.
+        """
+        if self.closed.done():
+            raise ConnectionClosed(f"Connection closed: {self.closed.result()}")
+        loop = self._loop
+        out = self.engine.start_request(method, params, deadline=loop.time() + timeout, progress=on_progress is not None)
+        fut: asyncio.Future[msgspec.Raw] = loop.create_future()
+        out.waiter = fut
+        if on_progress is not None:
+            self._progress[out.id] = on_progress
+        timer = loop.call_at(out.deadline, self._expire, out)
+        try:
+            self.transport.send(out.data)
+            self.engine.mark_sent(out)
+            await self.transport.drain()
+            return await fut
+        except asyncio.CancelledError:
+            self._withdraw(out, "Cancelled by the caller")
+            raise
+        finally:
+            timer.cancel()
+            self._progress.pop(out.id, None)
+
+    def _withdraw(self, out: Outgoing, reason: str) -> bool:
+        pending, data = self.engine.cancel(out.id, reason)
+        if data is not None and not self.closed.done():
+            self.transport.send(data)
+        return pending is not None
+
+    def _expire(self, out: Outgoing) -> None:
+        if self._withdraw(out, "Request timed out"):
+            fut = out.waiter
+            if fut is not None and not fut.done():
+                fut.set_exception(RequestTimeout(out.id))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (fire and forget; dropped if the transport can no
+        longer write)."""
+        self.transport.send(self.engine.notification(method, params))
+
+    # --- shutdown ------------------------------------------------------------------------
+
+    async def wait_handlers(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for inbound handlers to finish, then cancel the
+        rest and wait for them to unwind."""
+        tasks = [t for t in self._tasks if not t.done()]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for t in pending:
+                t.cancel()
+            if pending:
+                await asyncio.wait(pending)
+
+    async def close(self) -> None:
+        """Cancel our pending requests on the wire (so the peer stops working on
+        them), fail them with :class:`ConnectionClosed`, then close the transport."""
+        if not self.closed.done():
+            pending = list(self.engine.outgoing.values())
+            for out in pending:
+                self._withdraw(out, "Client closed")
+            fail_waiters(pending, lambda: ConnectionClosed("Connection closed by the client"))
+        self._on_close("closed")
+        await self.transport.close()

@@ -1,0 +1,111 @@
+"""Run plain (non-async) handlers on worker threads, cheaply.
+
+``loop.run_in_executor`` chains a ``concurrent.futures.Future`` to an asyncio future
+and costs about twice as much per call as it needs to. This pool hands work to idle
+threads over one ``SimpleQueue`` and completes the asyncio future directly with
+``call_soon_threadsafe``. Threads are started on demand, up to ``max_workers``, and are
+daemons: a handler stuck forever cannot keep the process alive at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import os
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["run_sync", "is_async_callable", "call_handler"]
+
+_Job = tuple[
+    asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context, Callable[..., Any], tuple[Any, ...], dict[str, Any]
+]
+
+
+def _complete(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if not fut.done():
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+
+class _Pool:
+    def __init__(self, max_workers: int) -> None:
+        self.max_workers = max_workers
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads = 0
+
+    def submit(self, job: _Job) -> None:
+        with self._lock:
+            spawn = self._idle == 0 and self._threads < self.max_workers
+            if spawn:
+                self._threads += 1
+            else:
+                self._idle -= 1  # reserve an idle thread for this job
+        if spawn:
+            threading.Thread(target=self._work, args=(job,), name="mcpkit-worker", daemon=True).start()
+        else:
+            self._jobs.put(job)
+
+    def _work(self, job: _Job | None) -> None:
+        while True:
+            if job is None:
+                job = self._jobs.get()
+            loop, fut, ctx, fn, args, kwargs = job
+            job = None
+            try:
+                result = ctx.run(fn, *args, **kwargs)
+            except BaseException as exc:
+                outcome: tuple[bool, Any] = (False, exc)
+            else:
+                outcome = (True, result)
+            with self._lock:
+                self._idle += 1
+            try:
+                loop.call_soon_threadsafe(_complete, fut, *outcome)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+            del fut, outcome
+
+
+_pool = _Pool(max_workers=min(32, (os.cpu_count() or 1) + 4))
+
+
+async def run_sync(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn(*args, **kwargs)`` on a worker thread and return its result.
+
+    Context variables are carried over; exceptions propagate. If the awaiting task is
+    cancelled, ``CancelledError`` is raised at once while the thread runs to completion
+    (threads cannot be interrupted) and its result is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+    _pool.submit((loop, fut, contextvars.copy_context(), fn, args, kwargs))
+    return await fut
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` returns a coroutine: an ``async def`` function or method,
+    a ``functools.partial`` of one, or an object whose ``__call__`` is ``async def``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    return not inspect.isroutine(fn) and callable(fn) and inspect.iscoroutinefunction(type(fn).__call__)
+
+
+async def call_handler(fn: Callable[..., Any], is_async: bool, /, *args: Any, **kwargs: Any) -> Any:
+    """Call user code the way its kind needs: ``await fn(...)`` when ``is_async`` (see
+    :func:`is_async_callable`, decided once at registration), else on a worker thread
+    via :func:`run_sync`. Exceptions propagate; on cancellation a thread runs on and
+    its result is dropped."""
+    if is_async:
+        return await fn(*args, **kwargs)
+    return await run_sync(fn, *args, **kwargs)

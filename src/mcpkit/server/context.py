@@ -1,0 +1,209 @@
+"""The per-request :class:`Context` handed to handlers and middleware."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import typing
+from typing import Any
+
+import msgspec
+
+from ..protocol import meta as meta_keys
+from ..protocol.engine import RequestId, is_request_id
+from ..protocol.eras import EraPolicy
+from ..protocol.errors import flatten_text
+from ..protocol.types import LOG_LEVELS, Implementation, LogLevel
+from ..runtime.outbound import Outbound
+
+__all__ = ["Context", "LogLevel", "is_context_type", "context_param", "callable_target", "callable_name"]
+
+_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+_log = logging.getLogger("mcpkit.server")
+
+_decode_params = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+def callable_target(fn: Any) -> Any:
+    """What to introspect for ``fn``: the function itself, or the ``__call__`` of a
+    callable object."""
+    if inspect.isroutine(fn) or isinstance(fn, (type, functools.partial)) or not callable(fn):
+        return fn
+    return type(fn).__call__
+
+
+def callable_name(fn: Any) -> str:
+    """A handler's default name: its ``__name__``, or its class's for a callable object."""
+    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+def context_param(fn: Any, hints: dict[str, Any] | None = None) -> str | None:
+    """The name of the parameter of ``fn`` annotated to receive the :class:`Context`
+    (None if none is, or if its hints cannot be resolved)."""
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(callable_target(fn))
+        except Exception:
+            return None
+    for name, tp in hints.items():
+        if name != "return" and is_context_type(tp):
+            return name
+    return None
+
+
+def is_context_type(tp: Any) -> bool:
+    """Whether a parameter annotated ``tp`` wants the :class:`Context` injected
+    (``Context``, a subclass, or ``Context | None``)."""
+    if isinstance(tp, type):
+        return issubclass(tp, Context)
+    return any(isinstance(a, type) and issubclass(a, Context) for a in typing.get_args(tp))
+
+
+class Context:
+    """What a handler knows about the request it serves, and how it talks back.
+
+    ``era`` is ``"modern"`` (2026-07-28, stateless) or ``"legacy"`` (after
+    ``initialize``); handler code normally need not care. Notifications sent through
+    the context (log messages, progress) belong to this request: they are dropped once
+    the request has finished or been cancelled.
+    """
+
+    __slots__ = (
+        "_done",
+        "_last_progress",
+        "_log_level",
+        "_max_text",
+        "_outbound",
+        "_params",
+        "_policy",
+        "_progress_token",
+        "_raw_params",
+        "_session",
+        "client_capabilities",
+        "client_info",
+        "era",
+        "meta",
+        "method",
+        "protocol_version",
+        "request_id",
+        "state",
+    )
+
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        method: str,
+        policy: EraPolicy,
+        protocol_version: str,
+        client_info: Implementation | None,
+        client_capabilities: dict[str, Any],
+        meta: dict[str, Any],
+        raw_params: msgspec.Raw,
+        outbound: Outbound,
+        log_level: str | None,
+        session: Any = None,
+        max_text: int = 1024,
+    ) -> None:
+        self.request_id = request_id
+        self.method = method
+        self._policy = policy
+        self.era = policy.name
+        self.protocol_version = protocol_version
+        self.client_info = client_info
+        self.client_capabilities = client_capabilities
+        #: The request's ``params._meta`` (empty dict when absent).
+        self.meta = meta
+        self._raw_params = raw_params
+        self._params: dict[str, Any] | None = None
+        self._outbound = outbound
+        self._log_level = log_level
+        self._max_text = max_text
+        token = meta.get(meta_keys.PROGRESS_TOKEN)
+        self._progress_token = token if is_request_id(token) else None
+        self._last_progress: float | None = None
+        self._done = False
+        self._session = session
+        #: Free-form per-request storage for middleware and handlers.
+        self.state: dict[str, Any] = {}
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The request's ``params`` as a dict (decoded on first use)."""
+        if self._params is None:
+            self._params = _decode_params(self._raw_params) if self._raw_params else {}
+        return self._params
+
+    def _finish(self) -> None:
+        self._done = True
+
+    # --- logging -------------------------------------------------------------------------
+
+    def should_log(self, level: LogLevel) -> bool:
+        """Whether a message at ``level`` would reach the client.
+
+        Modern era: only if the request carried ``io.modelcontextprotocol/logLevel`` and
+        ``level`` is at or above it. Legacy era: at or above the level the client set
+        with ``logging/setLevel`` (everything until it sets one).
+        """
+        if self._done:
+            return False
+        if self._log_level is None:
+            return self._policy.log_by_default
+        return _RANK.get(level, 0) >= _RANK.get(self._log_level, 0)
+
+    async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
+        """Send a ``notifications/message`` to the client (when its level allows).
+
+        Raises ``ValueError`` for an unknown level. Never raises for a closed
+        connection: the message is dropped.
+        """
+        if level not in _RANK:
+            raise ValueError(f"unknown log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
+        if not self.should_log(level):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self._outbound.notify("notifications/message", params)
+
+    async def debug(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("debug", data, logger=logger)
+
+    async def info(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("info", data, logger=logger)
+
+    async def warning(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("warning", data, logger=logger)
+
+    async def error(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("error", data, logger=logger)
+
+    # --- progress ------------------------------------------------------------------------
+
+    @property
+    def progress_token(self) -> int | str | None:
+        """The client's progress token, or None if it asked for no progress."""
+        return self._progress_token
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` if the client asked for progress.
+
+        ``progress`` must increase from one call to the next; a value that does not is
+        dropped (the spec forbids sending it). After the request finished, nothing is
+        sent.
+        """
+        token = self._progress_token
+        if token is None or self._done:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            _log.debug("progress %r not above %r; not sent", progress, self._last_progress)
+            return
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = flatten_text(message, self._max_text)
+        self._outbound.notify("notifications/progress", params)

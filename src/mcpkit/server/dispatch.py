@@ -1,0 +1,268 @@
+"""The dual-era dispatcher: one request in, its result or its error out.
+
+A request whose ``params._meta`` names a protocol version is served statelessly in
+the modern era (2026-07-28); otherwise the connection must have completed the
+``initialize`` handshake (legacy era, 2025-11-25 back to 2024-11-05). The era is
+resolved here, once per request, into an :class:`~mcpkit.protocol.eras.EraPolicy`
+that everything downstream asks. Every exception from user code is mapped here to
+its wire outcome (docs/errors.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+
+from ..protocol import meta as meta_keys
+from ..protocol.engine import RequestId
+from ..protocol.eras import LEGACY, MODERN, EraPolicy
+from ..protocol.errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    McpError,
+    flatten_text,
+)
+from ..protocol.types import (
+    LOG_LEVELS,
+    CallToolParams,
+    CompleteParams,
+    CursorParams,
+    DiscoverResult,
+    EmptyResult,
+    GetPromptParams,
+    Implementation,
+    InitializeParams,
+    InitializeResult,
+    Params,
+    ReadResourceParams,
+    SetLevelParams,
+)
+from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
+from ..protocol.wire_errors import bounded, internal_error, to_wire_error
+from ..runtime.outbound import Outbound
+from .context import Context
+from .features import completions, logging, prompts, resources, tools
+from .registry import CallNext, Middleware, Registry
+from .session import Session
+
+__all__ = ["Dispatcher"]
+
+MethodHandler = Callable[[Registry, Context, Any], Awaitable[Any]]
+
+
+async def _ping(reg: Registry, ctx: Context, params: Any) -> EmptyResult:
+    return EmptyResult()
+
+
+#: method -> (params type, handler). Which era has which method is the policies' call.
+_METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
+    "ping": (Params, _ping),
+    "tools/list": (CursorParams, tools.list_tools),
+    "tools/call": (CallToolParams, tools.call_tool),
+    "resources/list": (CursorParams, resources.list_resources),
+    "resources/templates/list": (CursorParams, resources.list_templates),
+    "resources/read": (ReadResourceParams, resources.read_resource),
+    "prompts/list": (CursorParams, prompts.list_prompts),
+    "prompts/get": (GetPromptParams, prompts.get_prompt),
+    "completion/complete": (CompleteParams, completions.complete),
+    "logging/setLevel": (SetLevelParams, logging.set_level),
+}
+
+_decode_meta = msgspec.json.Decoder(Params).decode
+_decoders: dict[type, Any] = {}
+
+
+def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
+    dec = _decoders.get(tp)
+    if dec is None:
+        dec = _decoders[tp] = msgspec.json.Decoder(tp)
+    try:
+        return dec.decode(raw if raw else b"{}")
+    except msgspec.ValidationError as exc:
+        raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 512)}") from None
+
+
+class _Resolved:
+    """Who is asking, in which era (the outcome of era resolution)."""
+
+    __slots__ = ("caps", "info", "level", "policy", "version")
+
+    def __init__(
+        self, policy: EraPolicy, version: str, caps: dict[str, Any], info: Implementation | None, level: str | None
+    ) -> None:
+        self.policy = policy
+        self.version = version
+        self.caps = caps
+        self.info = info
+        self.level = level
+
+
+_UNINITIALIZED: Final = _Resolved(LEGACY, "", {}, None, None)
+
+
+class Dispatcher:
+    """Serves requests for one server: era resolution, the method table, middleware,
+    the handshake, and the error contract."""
+
+    def __init__(self, registry: Registry, info: Implementation, instructions: str | None) -> None:
+        self.registry = registry
+        self.info = info
+        self.instructions = instructions
+        self._server_meta = {meta_keys.SERVER_INFO: {"name": info.name, "version": info.version}}
+        self._methods: dict[str, tuple[type[Any], MethodHandler]] = {**_METHODS, "server/discover": (Params, self._discover)}
+
+    @property
+    def supported_versions(self) -> list[str]:
+        eras = self.registry.settings.eras
+        if eras == "modern":
+            return list(MODERN_PROTOCOL_VERSIONS)
+        if eras == "legacy":
+            return list(LEGACY_PROTOCOL_VERSIONS)
+        return list(SUPPORTED_PROTOCOL_VERSIONS)
+
+    async def handle(
+        self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Session, outbound: Outbound
+    ) -> Any:
+        """Serve one request; returns the result or raises :class:`McpError`. Only
+        ``CancelledError`` propagates otherwise (the handler is cancelled with it)."""
+        try:
+            meta = _decode_meta(raw_params).meta if raw_params else None
+        except msgspec.ValidationError:
+            raise McpError(INVALID_PARAMS, "Invalid params: _meta must be an object") from None
+        meta = meta if isinstance(meta, dict) else {}
+        who = self._resolve(method, meta, session)
+        policy = who.policy
+        if not policy.serves(method):
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
+        if method == "initialize":  # the handshake: no handler, no middleware
+            return self._initialize(raw_params, session)
+        spec = self._methods.get(method)
+        if spec is None:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
+        params_type, handler = spec
+        params = _decode(raw_params, params_type)
+        settings = self.registry.settings
+        ctx = Context(
+            request_id=request_id,
+            method=method,
+            policy=policy,
+            protocol_version=who.version,
+            client_info=who.info,
+            client_capabilities=who.caps,
+            meta=meta,
+            raw_params=raw_params,
+            outbound=outbound,
+            log_level=who.level,
+            session=session,
+            max_text=settings.max_error_text,
+        )
+        try:
+            if self.registry.middleware:
+                result = await self._through_middleware(ctx, lambda: handler(self.registry, ctx, params))
+            else:
+                result = await handler(self.registry, ctx, params)
+        except asyncio.CancelledError:
+            raise
+        except McpError as exc:
+            limit = settings.max_error_text
+            if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
+                raise internal_error(exc, f"handler for {method}", expose=settings.expose_internal_errors, limit=limit) from None
+            raise bounded(exc, limit) from None
+        except BaseException as exc:  # of any type: only this request fails
+            raise to_wire_error(
+                exc, policy, method, expose=settings.expose_internal_errors, limit=settings.max_error_text
+            ) from None
+        finally:
+            ctx._finish()
+        return policy.finish_result(
+            result, server_meta=self._server_meta, ttl_ms=settings.cache_ttl_ms, cache_scope=settings.cache_scope
+        )
+
+    async def _through_middleware(self, ctx: Context, innermost: CallNext) -> Any:
+        chain = innermost
+        for mw in reversed(self.registry.middleware):
+            chain = _bind_middleware(mw, ctx, chain)
+        return await chain()
+
+    def _resolve(self, method: str, meta: dict[str, Any], session: Session) -> _Resolved:
+        """The era of one request and who sent it. Raises -32022 for a modern version we
+        do not speak, -32602 for a malformed modern ``_meta``, -32600 for a legacy
+        request before ``initialize``."""
+        eras = self.registry.settings.eras
+        version = meta.get(meta_keys.PROTOCOL_VERSION)
+        if version is not None and eras != "legacy":  # modern _meta: even initialize is modern (-32601)
+            return self._resolve_modern(version, meta)
+        if method == "initialize" or (method == "ping" and eras != "modern" and not session.initialized):
+            return _UNINITIALIZED
+        if session.initialized and eras != "modern":
+            return _Resolved(
+                LEGACY, session.protocol_version, session.client_capabilities, session.client_info, session.log_level
+            )
+        if eras == "modern" or method in LEGACY.foreign_methods:
+            # only a modern request can mean this: it lacks its required _meta field
+            raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {meta_keys.PROTOCOL_VERSION}")
+        raise McpError(
+            INVALID_REQUEST,
+            "Invalid Request: received a request before initialization "
+            f"(send initialize first, or put {meta_keys.PROTOCOL_VERSION} in params._meta)",
+        )
+
+    def _resolve_modern(self, version: Any, meta: dict[str, Any]) -> _Resolved:
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            raise McpError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": self.supported_versions, "requested": version},
+            )
+        caps = meta.get(meta_keys.CLIENT_CAPABILITIES)
+        if not isinstance(caps, dict):
+            raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {meta_keys.CLIENT_CAPABILITIES}")
+        level = meta.get(meta_keys.LOG_LEVEL)
+        if level is not None and level not in LOG_LEVELS:
+            raise McpError(INVALID_PARAMS, f"Invalid params: unknown log level in {meta_keys.LOG_LEVEL}")
+        info = meta.get(meta_keys.CLIENT_INFO)
+        try:
+            client = msgspec.convert(info, Implementation) if isinstance(info, dict) else None
+        except msgspec.ValidationError:
+            client = None
+        return _Resolved(MODERN, version, caps, client, level)
+
+    def _initialize(self, raw: msgspec.Raw, session: Session) -> InitializeResult:
+        params = _decode(raw, InitializeParams)
+        if self.registry.settings.eras == "modern":
+            raise McpError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version: this server speaks only " + ", ".join(MODERN_PROTOCOL_VERSIONS),
+                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": params.protocol_version},
+            )
+        if session.initialized:
+            raise McpError(INVALID_REQUEST, "Invalid Request: the session is already initialized")
+        requested = params.protocol_version
+        version = requested if requested in LEGACY_PROTOCOL_VERSIONS else LEGACY_PROTOCOL_VERSIONS[0]
+        session.initialized = True
+        session.protocol_version = version
+        session.client_info = params.client_info
+        session.client_capabilities = params.capabilities
+        return InitializeResult(
+            protocol_version=version,
+            capabilities=self.registry.capabilities,
+            server_info=self.info,
+            instructions=self.instructions,
+        )
+
+    async def _discover(self, reg: Registry, ctx: Context, params: Any) -> DiscoverResult:
+        return DiscoverResult(
+            supported_versions=self.supported_versions, capabilities=reg.capabilities, instructions=self.instructions
+        )
+
+
+def _bind_middleware(mw: Middleware, ctx: Context, nxt: CallNext) -> CallNext:
+    async def call() -> Any:
+        return await mw(ctx, nxt)
+
+    return call

@@ -1,0 +1,1 @@
+"""Request handlers per feature: tools, resources and templates, prompts, completions, logging."""

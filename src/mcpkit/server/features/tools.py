@@ -1,0 +1,379 @@
+"""Tools: registration from functions or raw schemas, argument checking, results.
+
+Exceptions from a tool become ``isError`` results (the model can react), except
+:class:`McpError` and exceptions carrying an HTTP status, which are protocol answers
+chosen on purpose and propagate to the dispatcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import typing
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ...protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError, flatten_text
+from ...protocol.types import (
+    AudioContent,
+    CallToolParams,
+    CallToolResult,
+    CursorParams,
+    EmbeddedResource,
+    ImageContent,
+    ListToolsResult,
+    ResourceLink,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+from ...protocol.wire_errors import has_status
+from ...runtime.threads import call_handler, is_async_callable
+from ..context import Context, callable_name, callable_target, context_param
+from ..schema import converter_for, is_structured, parse_docstring, type_schema
+from ..validate import SchemaError, Validator, compile_schema
+
+if TYPE_CHECKING:
+    from ..registry import Registry
+
+__all__ = ["ToolDef", "tool_from_function", "tool_from_schema", "to_call_result", "list_tools", "call_tool"]
+
+log = logging.getLogger("mcpkit.server")
+_CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+_json = msgspec.json.Encoder()
+
+
+class ToolDef:
+    """A registered tool: its wire description and how to call it."""
+
+    __slots__ = (
+        "context_param",
+        "fn",
+        "is_async",
+        "name",
+        "output_validator",
+        "params",
+        "raw",
+        "tool",
+        "validator",
+        "var_kwargs",
+        "wrap_result",
+    )
+
+    def __init__(
+        self,
+        tool: Tool,
+        fn: Callable[..., Any],
+        *,
+        raw: bool,
+        context_param: str | None,
+        params: dict[str, Callable[[Any], Any] | None],
+        var_kwargs: bool,
+        wrap_result: bool,
+    ) -> None:
+        self.name = tool.name
+        self.tool = tool
+        self.fn = fn
+        self.is_async = is_async_callable(fn)
+        self.raw = raw
+        self.context_param = context_param
+        #: Parameter name -> converter (None: pass the JSON value as is).
+        self.params = params
+        self.var_kwargs = var_kwargs
+        self.validator: Validator = compile_schema(tool.input_schema, trusted=not raw)
+        self.output_validator = compile_schema(tool.output_schema, trusted=not raw) if tool.output_schema is not None else None
+        self.wrap_result = wrap_result
+
+    def check_arguments(self, arguments: Any, limit: int) -> None:
+        """Raise ``McpError(-32602)`` with one concise reason if the arguments do not
+        match the input schema."""
+        reason = self.validator.describe(arguments)
+        if reason is not None:
+            raise McpError(
+                INVALID_PARAMS, f"Invalid arguments for tool {flatten_text(self.name, 256)}: {flatten_text(reason, limit)}"
+            )
+
+    def _bind(self, arguments: dict[str, Any], ctx: Context, limit: int) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        for name, value in arguments.items():
+            if name in self.params:
+                conv = self.params[name]
+                if conv is not None:
+                    try:
+                        value = conv(value)
+                    except (ValueError, TypeError, msgspec.ValidationError) as exc:
+                        reason = str(exc).split("\n", 1)[0] if not hasattr(exc, "errors") else _pydantic_reason(exc)
+                        raise McpError(
+                            INVALID_PARAMS,
+                            f"Invalid arguments for tool {flatten_text(self.name, 256)}: "
+                            f"{flatten_text(f'argument {name!r}: {reason}', limit)}",
+                        ) from None
+                kwargs[name] = value
+            elif self.var_kwargs:
+                kwargs[name] = value
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        return kwargs
+
+    async def call(self, arguments: dict[str, Any], ctx: Context, *, mask: bool, limit: int) -> CallToolResult:
+        """Run the tool. Tool failures become ``isError`` results; ``McpError`` and
+        HTTP-status exceptions propagate. Cancellation propagates."""
+        self.check_arguments(arguments, limit)
+        if self.raw:
+            args: tuple[Any, ...] = (arguments, ctx) if self.context_param else (arguments,)
+            kwargs: dict[str, Any] = {}
+        else:
+            args, kwargs = (), self._bind(arguments, ctx, limit)
+        try:
+            value = await call_handler(self.fn, self.is_async, *args, **kwargs)
+        except McpError:
+            raise
+        except ToolError as exc:
+            return CallToolResult(content=[TextContent(text=flatten_text(exc.message, limit))], is_error=True)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit from a tool must not end the server either
+            if has_status(exc):
+                raise
+            if mask:
+                ref = os.urandom(6).hex()
+                log.error("tool %r failed (reference %s)", self.name, ref, exc_info=exc)
+                text = f"Tool '{flatten_text(self.name, 256)}' failed (reference {ref})"
+            else:
+                text = flatten_text(_exception_text(exc), limit)
+            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+        result = to_call_result(value, structured=self.tool.output_schema is not None, wrap=self.wrap_result)
+        if self.output_validator is not None and not result.is_error:
+            self._check_output(result)
+        return result
+
+    def _check_output(self, result: CallToolResult) -> None:
+        assert self.output_validator is not None
+        if result.structured_content is msgspec.UNSET:
+            reason = "no structuredContent"
+        else:
+            reason = self.output_validator.describe(result.structured_content, "field") or ""
+        if reason:
+            ref = os.urandom(6).hex()
+            log.error("tool %r broke its outputSchema: %s (reference %s)", self.name, reason, ref)
+            raise McpError(INTERNAL_ERROR, "Internal error", {"reference": ref})
+
+
+def _exception_text(exc: BaseException) -> str:
+    """The exception's message; a bare ``KeyError`` (whose message is just the key)
+    and a message-less exception also name the type, so the text is readable."""
+    text = str(exc)
+    if not text:
+        return type(exc).__name__
+    if type(exc) is KeyError:
+        return f"KeyError: {text}"
+    return text
+
+
+def _pydantic_reason(exc: Any) -> str:
+    """The first problem of a pydantic ``ValidationError``, as ``loc: message``."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{loc}: {first.get('msg')}" if loc else str(first.get("msg"))
+
+
+def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) -> CallToolResult:
+    """Turn what a tool returned into a :class:`CallToolResult`.
+
+    ``str`` becomes text; content blocks pass through; ``None`` is empty; other
+    values are JSON text, and also ``structuredContent`` when the tool declares an
+    output schema (``wrap`` puts them under ``"result"``).
+    """
+    if isinstance(value, CallToolResult):
+        return value
+    if isinstance(value, str) and not structured:
+        return CallToolResult(content=[TextContent(text=value)])
+    if isinstance(value, _CONTENT_TYPES):
+        return CallToolResult(content=[value])
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, _CONTENT_TYPES) for v in value):
+        return CallToolResult(content=list(value))
+    if value is None and not structured:
+        return CallToolResult(content=[])
+    data = _to_builtins(value)
+    if wrap:
+        data = {"result": data}
+    text = data if isinstance(data, str) else _json.encode(data).decode()
+    if structured:
+        return CallToolResult(content=[TextContent(text=text)], structured_content=data)
+    return CallToolResult(content=[TextContent(text=text)])
+
+
+def _to_builtins(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is not None and callable(dump):  # a pydantic model
+        return dump(mode="json", by_alias=True)
+    return msgspec.to_builtins(value)
+
+
+def tool_from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+    structured_output: bool | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ToolDef:
+    """Describe a plain or async function as a tool.
+
+    The input schema comes from the parameters' type hints (a ``Context``-typed
+    parameter is injected, not described), descriptions from the docstring, and an
+    output schema from the return annotation when it is a structured type (or when
+    ``structured_output=True``). Raises ``TypeError`` for signatures that cannot be
+    described (positional-only parameters, un-JSON-able types).
+    """
+    sig = inspect.signature(fn)
+    target = callable_target(fn)
+    fn_name = callable_name(fn)
+    try:
+        hints = typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"cannot resolve type hints of {fn!r}: {exc}") from None
+    ctx_param = context_param(fn, hints)
+    summary, param_docs = parse_docstring(target.__doc__ or fn.__doc__)
+    defs: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    converters: dict[str, Callable[[Any], Any] | None] = {}
+    var_kwargs = False
+    for pname, p in sig.parameters.items():
+        if pname == ctx_param:
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            var_kwargs = True
+            continue
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        if p.kind is p.POSITIONAL_ONLY:
+            raise TypeError(f"tool parameter {pname!r} of {fn_name} is positional-only; tools take named arguments")
+        tp = hints.get(pname, Any)
+        try:
+            schema = type_schema(tp, defs)
+        except SchemaError as exc:
+            raise TypeError(f"tool parameter {pname!r} of {fn_name}: {exc}") from None
+        schema = dict(schema)
+        if pname in param_docs and "description" not in schema:
+            schema["description"] = param_docs[pname]
+        if p.default is p.empty:
+            required.append(pname)
+        else:
+            try:
+                schema["default"] = msgspec.to_builtins(p.default)
+            except TypeError:
+                pass
+        properties[pname] = schema
+        converters[pname] = converter_for(tp)
+    input_schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        input_schema["required"] = required
+    if defs:
+        input_schema["$defs"] = defs
+    output_schema, wrap = _output_schema(hints.get("return", inspect.Parameter.empty), structured_output)
+    if isinstance(annotations, Mapping):
+        annotations = msgspec.convert(annotations, ToolAnnotations, from_attributes=False)
+    tool = Tool(
+        name=name or fn_name,
+        title=title,
+        description=description if description is not None else summary,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations=annotations,
+        meta=meta,
+    )
+    return ToolDef(tool, fn, raw=False, context_param=ctx_param, params=converters, var_kwargs=var_kwargs, wrap_result=wrap)
+
+
+def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, Any] | None, bool]:
+    if structured_output is False or ret is inspect.Parameter.empty or ret is None or ret is type(None):
+        return None, False
+    if isinstance(ret, type) and issubclass(ret, (CallToolResult, *_CONTENT_TYPES)):
+        return None, False
+    if is_structured(ret):
+        defs: dict[str, Any] = {}
+        schema = dict(type_schema(ret, defs))
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(schema) == 1:
+            # Clients validate outputSchema as an object schema at the root: inline it.
+            schema = dict(defs[ref[8:]])
+        if defs:
+            schema["$defs"] = defs
+        return schema, False
+    if not structured_output:
+        return None, False
+    defs = {}
+    inner = type_schema(ret, defs)
+    schema = {"type": "object", "properties": {"result": inner}, "required": ["result"]}
+    if defs:
+        schema["$defs"] = defs
+    return schema, True
+
+
+def tool_from_schema(
+    name: str,
+    description: str | None,
+    input_schema: Mapping[str, Any],
+    handler: Callable[..., Any],
+    *,
+    title: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ToolDef:
+    """A tool from a raw JSON Schema; ``handler(arguments)`` or
+    ``handler(arguments, ctx)`` gets the validated arguments dict.
+
+    Raises :class:`SchemaError` (a ``ValueError``) if a schema is not valid JSON Schema.
+    """
+    if not isinstance(input_schema, Mapping) or input_schema.get("type", "object") != "object":
+        raise SchemaError('a tool input schema must be a JSON Schema of "type": "object"')
+    if isinstance(annotations, Mapping):
+        annotations = msgspec.convert(annotations, ToolAnnotations)
+    positional = [
+        p
+        for p in inspect.signature(handler).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    tool = Tool(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=dict(input_schema),
+        output_schema=dict(output_schema) if output_schema is not None else None,
+        annotations=annotations,
+        meta=meta,
+    )
+    return ToolDef(
+        tool,
+        handler,
+        raw=True,
+        context_param="ctx" if len(positional) >= 2 else None,
+        params={},
+        var_kwargs=False,
+        wrap_result=False,
+    )
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+
+async def list_tools(reg: Registry, ctx: Context, params: CursorParams) -> ListToolsResult:
+    page, nxt = reg.page([t.tool for t in reg.tools.values()], params.cursor)
+    return ListToolsResult(tools=page, next_cursor=nxt)
+
+
+async def call_tool(reg: Registry, ctx: Context, params: CallToolParams) -> CallToolResult:
+    td = reg.tools.get(params.name)
+    if td is None:
+        raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
+    settings = reg.settings
+    return await td.call(params.arguments or {}, ctx, mask=settings.mask_tool_errors, limit=settings.max_error_text)

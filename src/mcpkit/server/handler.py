@@ -1,0 +1,39 @@
+"""User functions called with keyword arguments, sync or async, with the
+:class:`~mcpkit.Context` injected where they ask for it: how resources, templates and
+prompts are called."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..runtime.threads import call_handler, is_async_callable
+from .context import Context, context_param
+
+__all__ = ["FunctionHandler"]
+
+
+class FunctionHandler:
+    """Calls ``fn(**kwargs)``: only the parameters it accepts (unless it takes
+    ``**kwargs``), plus the context; ``async def`` (or an object with an async
+    ``__call__``) is awaited, a plain function runs on a worker thread."""
+
+    __slots__ = ("accepted", "context_param", "fn", "is_async", "var_kwargs")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.is_async = is_async_callable(fn)
+        self.context_param = context_param(fn)
+        params = inspect.signature(fn).parameters
+        self.accepted = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        self.var_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+    async def __call__(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
+        """Call the function. Its exceptions propagate; on cancellation a plain
+        function runs on to completion on its thread and its result is dropped."""
+        if not self.var_kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if k in self.accepted}
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        return await call_handler(self.fn, self.is_async, **kwargs)

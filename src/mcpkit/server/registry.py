@@ -1,0 +1,108 @@
+"""What a server offers — tools, resources, templates, prompts, completions,
+middleware — and the settings its request handlers read. The :class:`Server` facade
+fills it; the dispatcher and the feature modules read it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import msgspec
+
+from ..protocol.cursors import decode_cursor, encode_cursor
+from ..protocol.headers import HeaderRules, x_mcp_header_map
+from .context import Context
+from .features.prompts import PromptDef
+from .features.resources import ResourceDef, TemplateDef
+from .features.tools import ToolDef
+
+__all__ = ["Registry", "Settings", "Middleware", "CallNext"]
+
+CallNext = Callable[[], Awaitable[Any]]
+Middleware = Callable[[Context, CallNext], Awaitable[Any]]
+
+
+@dataclasses.dataclass(slots=True)
+class Settings:
+    """The server options request handling reads (validated by ``Server``)."""
+
+    eras: Literal["dual", "modern", "legacy"] = "dual"
+    expose_internal_errors: bool = False
+    mask_tool_errors: bool = False
+    max_error_text: int = 1024
+    page_size: int = 1000
+    cache_ttl_ms: int = 0
+    cache_scope: Literal["public", "private"] = "private"
+
+
+class Registry:
+    """The server's registered features; registration raises ``ValueError`` for a
+    duplicate name or URI."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.tools: dict[str, ToolDef] = {}
+        self.resources: dict[str, ResourceDef] = {}
+        self.templates: list[TemplateDef] = []
+        self.prompts: dict[str, PromptDef] = {}
+        self.completions: dict[tuple[str, str], Callable[..., Any]] = {}
+        self.middleware: list[Middleware] = []
+        self._header_rules: dict[str, HeaderRules] = {}
+
+    # --- registration -------------------------------------------------------------------------
+
+    def add_tool(self, td: ToolDef) -> None:
+        if td.name in self.tools:
+            raise ValueError(f"a tool named {td.name!r} is already registered")
+        rules: HeaderRules = {}
+        if "x-mcp-header" in msgspec.json.encode(td.tool.input_schema).decode():
+            try:
+                rules = x_mcp_header_map(td.tool.input_schema)
+            except ValueError as exc:
+                raise ValueError(f"tool {td.name!r}: {exc}") from None
+        self.tools[td.name] = td
+        self._header_rules[td.name] = rules
+
+    def add_resource(self, rd: ResourceDef) -> None:
+        uri = rd.resource.uri
+        if uri in self.resources:
+            raise ValueError(f"a resource with URI {uri!r} is already registered")
+        self.resources[uri] = rd
+
+    def add_template(self, td: TemplateDef) -> None:
+        self.templates.append(td)
+
+    def add_prompt(self, pd: PromptDef) -> None:
+        if pd.prompt.name in self.prompts:
+            raise ValueError(f"a prompt named {pd.prompt.name!r} is already registered")
+        self.prompts[pd.prompt.name] = pd
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def header_rules(self, tool: str) -> HeaderRules:
+        """The ``x-mcp-header`` annotations of a registered tool, computed once at
+        registration (empty for an unknown tool: nothing is kept for names a client
+        makes up)."""
+        return self._header_rules.get(tool) or {}
+
+    def page(self, items: list[Any], cursor: str | None) -> tuple[list[Any], str | None]:
+        """One page of ``items`` from ``cursor``, and the next page's cursor (None at the
+        end). Raises ``McpError(-32602)`` for a cursor that is not ours."""
+        start = decode_cursor(cursor, len(items)) if cursor is not None else 0
+        end = start + self.settings.page_size
+        return items[start:end], encode_cursor(end) if end < len(items) else None
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The server capabilities these features amount to."""
+        caps: dict[str, Any] = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": False}
+        if self.resources or self.templates:
+            caps["resources"] = {"subscribe": False, "listChanged": False}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": False}
+        if self.completions or self.prompts or self.templates:
+            caps["completions"] = {}
+        return caps

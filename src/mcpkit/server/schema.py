@@ -1,0 +1,233 @@
+"""JSON Schema from Python type hints, docstrings, and JSON -> Python conversion.
+
+Input schemas are derived once, at registration. Validated arguments are converted to
+the annotated Python types with msgspec (or pydantic, for pydantic models, when
+pydantic is installed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Union
+
+import msgspec
+
+from .validate import SchemaError
+
+__all__ = [
+    "SchemaError",
+    "type_schema",
+    "is_structured",
+    "parse_docstring",
+    "Converter",
+    "converter_for",
+]
+
+_NoneType = type(None)
+
+
+# --- type hints -> schema ----------------------------------------------------------------
+
+
+def _is_pydantic_model(tp: Any) -> bool:
+    mod = sys.modules.get("pydantic")
+    return mod is not None and isinstance(tp, type) and issubclass(tp, mod.BaseModel)
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+
+
+def is_structured(tp: Any) -> bool:
+    """Whether values of ``tp`` are JSON objects (so they can be structured content)."""
+    tp = _strip_annotated(tp)
+    if _is_pydantic_model(tp) or _is_typeddict(tp):
+        return True
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, msgspec.Struct)):
+        return True
+    origin = typing.get_origin(tp)
+    return tp is dict or origin in (dict, Mapping)
+
+
+def _strip_annotated(tp: Any) -> Any:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _hoist(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    inner = schema.pop("$defs", None)
+    if inner:
+        defs.update(inner)
+    return schema
+
+
+def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of values of ``tp``; shared definitions go into ``defs``.
+
+    Raises :class:`SchemaError` for types with no JSON form.
+    """
+    if tp is Any or tp is object or tp is inspect.Parameter.empty:
+        return {}
+    if tp is None or tp is _NoneType:
+        return {"type": "null"}
+    if tp is str:
+        return {"type": "string"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is list or tp is tuple or tp is set or tp is frozenset:
+        return {"type": "array"}
+    if tp is dict:
+        return {"type": "object"}
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        schema = dict(type_schema(args[0], defs))
+        for extra in args[1:]:
+            if isinstance(extra, str):
+                schema["description"] = extra
+            elif getattr(extra, "description", None):  # pydantic.Field(description=...)
+                schema["description"] = extra.description
+        return schema
+    if origin is Literal:
+        values = list(args)
+        schema = {"enum": values}
+        kinds = {type(v) for v in values}
+        if len(kinds) == 1:
+            t = kinds.pop()
+            name = {str: "string", int: "integer", bool: "boolean", float: "number"}.get(t)
+            if name:
+                schema["type"] = name
+        return schema
+    if origin is Union or origin is types.UnionType:
+        return {"anyOf": [type_schema(a, defs) for a in args]}
+    if origin in (list, set, frozenset, Sequence, typing.Sequence) or (
+        origin is not None and isinstance(origin, type) and issubclass(origin, (list, set, frozenset))
+    ):
+        schema = {"type": "array", "items": type_schema(args[0], defs) if args else {}}
+        if origin in (set, frozenset):
+            schema["uniqueItems"] = True
+        return schema
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": type_schema(args[0], defs)}
+        items = [type_schema(a, defs) for a in args]
+        return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+    if origin in (dict, Mapping) or origin is typing.Mapping:
+        schema = {"type": "object"}
+        if len(args) == 2:
+            schema["additionalProperties"] = type_schema(args[1], defs)
+        return schema
+    if isinstance(tp, type):
+        if issubclass(tp, enum.Enum):
+            return {"enum": [m.value for m in tp]}
+        if _is_pydantic_model(tp):
+            return _hoist(typing.cast(Any, tp).model_json_schema(ref_template="#/$defs/{model}"), defs)
+        if issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp):
+            try:
+                (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
+            except TypeError as exc:
+                raise SchemaError(str(exc)) from None
+            defs.update(components)
+            return schema
+    raise SchemaError(f"type {tp!r} has no JSON Schema form")
+
+
+# --- docstrings ---------------------------------------------------------------------------
+
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?)\s*:?\s*$")
+_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
+_ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+_SPHINX = re.compile(r"^\s*:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
+    """The summary (text before any section) and per-parameter descriptions from a
+    Google, NumPy or Sphinx style docstring."""
+    if not doc:
+        return None, {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for i, line in enumerate(lines):
+        m = _SECTION.match(line)
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if m or (_NUMPY_RULE.match(nxt) and line.strip()):
+            section = (m.group(1) if m else line.strip()).lower()
+            current = None
+            continue
+        if _NUMPY_RULE.match(line):
+            continue
+        sp = _SPHINX.match(line)
+        if sp:
+            section, current = "sphinx", sp.group(1)
+            params[current] = sp.group(2).strip()
+            continue
+        if section is None:
+            summary.append(line)
+            continue
+        if section in ("args", "arguments", "parameters", "params", "sphinx"):
+            am = _ARG_LINE.match(line)
+            indent = len(line) - len(line.lstrip())
+            if am and (section != "parameters" or indent == 0 or am.group(3)):
+                current = am.group(1)
+                params[current] = am.group(3).strip()
+            elif current and line.strip():
+                params[current] = (params[current] + " " + line.strip()).strip()
+    text = "\n".join(summary).strip()
+    return (text or None), params
+
+
+# --- JSON -> Python conversion ------------------------------------------------------------
+
+Converter = Callable[[Any], Any]
+_PLAIN = (str, int, float, bool, list, dict, Any, object, inspect.Parameter.empty)
+
+
+def _needs_pydantic(tp: Any) -> bool:
+    if _is_pydantic_model(tp):
+        return True
+    return any(_needs_pydantic(a) for a in typing.get_args(tp) if not isinstance(a, (str, int, float)))
+
+
+def _is_plain(tp: Any) -> bool:
+    tp = _strip_annotated(tp)
+    if tp in _PLAIN or tp is None or tp is _NoneType:
+        return True
+    origin = typing.get_origin(tp)
+    if origin in (list, dict, Union, types.UnionType):
+        return all(_is_plain(a) for a in typing.get_args(tp))
+    return origin is Literal
+
+
+def converter_for(tp: Any) -> Converter | None:
+    """A function turning validated JSON into a value of ``tp``, or None when the JSON
+    value can be passed as is. Converters raise ``ValueError`` on values they reject."""
+    if _is_plain(tp):
+        if _strip_annotated(tp) is float:
+            return lambda v: float(v) if type(v) is int else v
+        return None
+    if _needs_pydantic(tp):
+        import pydantic
+
+        adapter = pydantic.TypeAdapter(tp)
+        return adapter.validate_python
+    bare = _strip_annotated(tp)
+
+    def convert(value: Any) -> Any:
+        return msgspec.convert(value, bare, strict=False)
+
+    return convert

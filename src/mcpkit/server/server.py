@@ -1,0 +1,367 @@
+"""The :class:`Server` facade: options, registration decorators, and serving.
+
+The work happens elsewhere in this package: :mod:`.registry` keeps what is
+registered, :mod:`.dispatch` serves each request in its era, :mod:`.features` holds
+the request handlers per feature, :mod:`.context` is what handlers see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+import msgspec
+
+from ..protocol.engine import RequestId, RequestReceived
+from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
+from ..protocol.headers import HeaderRules
+from ..protocol.types import Implementation, Resource, ResourceTemplate, ToolAnnotations
+from ..protocol.versions import Era
+from ..runtime.outbound import Outbound
+from ..runtime.peer import Peer
+from ..transports.base import Transport
+from ..transports.stdio import ServerStdio
+from .context import callable_name, callable_target
+from .dispatch import Dispatcher
+from .features.prompts import PromptDef
+from .features.resources import ResourceDef, TemplateDef, is_valid_uri
+from .features.tools import tool_from_function, tool_from_schema
+from .registry import CallNext, Middleware, Registry, Settings
+from .schema import parse_docstring
+from .session import Session
+
+if TYPE_CHECKING:
+    from ..transports.http.server.app import StreamableHTTPApp
+
+__all__ = ["Server", "Middleware", "CallNext"]
+
+log = logging.getLogger("mcpkit.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Server:
+    """An MCP server serving both protocol eras from the same handlers.
+
+    ``eras`` restricts it to ``"modern"`` or ``"legacy"`` clients (default: both).
+    ``expose_internal_errors=True`` sends handler exception text instead of
+    ``"Internal error"`` (for development); ``mask_tool_errors=True`` hides tool
+    exception text behind a reference id.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        instructions: str | None = None,
+        title: str | None = None,
+        website_url: str | None = None,
+        eras: Literal["dual", "modern", "legacy"] = "dual",
+        expose_internal_errors: bool = False,
+        mask_tool_errors: bool = False,
+        max_error_text: int = DEFAULT_MAX_ERROR_TEXT,
+        page_size: int = 1000,
+        max_message_size: int = 16 * 1024 * 1024,
+        cache_ttl_ms: int = 0,
+        cache_scope: Literal["public", "private"] = "private",
+        shutdown_grace: float = 2.0,
+    ) -> None:
+        if eras not in ("dual", "modern", "legacy"):
+            raise ValueError("eras must be 'dual', 'modern' or 'legacy'")
+        if max_error_text < 16:
+            raise ValueError("max_error_text must be at least 16 bytes")
+        if page_size < 1:
+            raise ValueError("page_size must be positive")
+        self.info = Implementation(name=name, version=version, title=title, website_url=website_url)
+        self.instructions = instructions
+        self.eras = eras
+        self.expose_internal_errors = expose_internal_errors
+        self.mask_tool_errors = mask_tool_errors
+        self.max_error_text = max_error_text
+        self.page_size = page_size
+        self.max_message_size = max_message_size
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.shutdown_grace = shutdown_grace
+        settings = Settings(
+            eras=eras,
+            expose_internal_errors=expose_internal_errors,
+            mask_tool_errors=mask_tool_errors,
+            max_error_text=max_error_text,
+            page_size=page_size,
+            cache_ttl_ms=cache_ttl_ms,
+            cache_scope=cache_scope,
+        )
+        self._registry = Registry(settings)
+        self._dispatcher = Dispatcher(self._registry, self.info, instructions)
+
+    # --- registration --------------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
+
+        Raises ``TypeError`` if the signature cannot be described as JSON Schema and
+        ``ValueError`` if a tool of that name exists.
+        """
+
+        def register(f: F) -> F:
+            self._registry.add_tool(
+                tool_from_function(
+                    f,
+                    name=name,
+                    title=title,
+                    description=description,
+                    annotations=annotations,
+                    structured_output=structured_output,
+                    meta=meta,
+                )
+            )
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def add_tool(
+        self,
+        name: str,
+        description: str | None,
+        input_schema: Mapping[str, Any],
+        handler: Callable[..., Any],
+        *,
+        title: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Register a tool from a raw JSON Schema (2020-12 unless ``$schema`` says
+        otherwise). ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the
+        validated arguments dict. Raises ``ValueError`` for an invalid schema or a
+        duplicate name."""
+        self._registry.add_tool(
+            tool_from_schema(
+                name,
+                description,
+                input_schema,
+                handler,
+                title=title,
+                output_schema=output_schema,
+                annotations=annotations,
+                meta=meta,
+            )
+        )
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource; a ``uri`` with ``{placeholders}`` registers an RFC 6570
+        resource template whose variables are passed as keyword arguments.
+
+        The handler returns ``str`` (text), ``bytes`` (binary), ``ResourceContents`` or
+        a list of them, or any JSON-able value (sent as JSON text).
+        """
+
+        def register(fn: F) -> F:
+            summary, _ = parse_docstring(callable_target(fn).__doc__ or fn.__doc__)
+            desc = description if description is not None else summary
+            fn_name = name or callable_name(fn)
+            if "{" in uri:
+                tpl = ResourceTemplate(
+                    uri_template=uri, name=fn_name, title=title, description=desc, mime_type=mime_type, meta=meta
+                )
+                self._registry.add_template(TemplateDef(tpl, fn))
+            else:
+                if not is_valid_uri(uri):
+                    raise ValueError(f"invalid resource URI {uri!r}")
+                res = Resource(uri=uri, name=fn_name, title=title, description=desc, mime_type=mime_type, size=size, meta=meta)
+                self._registry.add_resource(ResourceDef(res, fn))
+            return fn
+
+        return register
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a prompt. Its arguments are the function's parameters (strings);
+        it returns a string (one user message), messages, or a ``GetPromptResult``."""
+
+        def register(f: F) -> F:
+            self._registry.add_prompt(PromptDef(f, name=name, title=title, description=description, meta=meta))
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def completion(self, *, prompt: str | None = None, resource_template: str | None = None) -> Callable[[F], F]:
+        """Register argument completion for a prompt or a resource template:
+        ``handler(argument, value, context_arguments)`` returns a list of strings or a
+        ``Completion``."""
+        if (prompt is None) == (resource_template is None):
+            raise ValueError("give exactly one of prompt= or resource_template=")
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource_template or "")
+
+        def register(fn: F) -> F:
+            self._registry.completions[key] = fn
+            return fn
+
+        return register
+
+    def use(self, middleware: Middleware) -> Middleware:
+        """Add middleware ``async def mw(ctx, call_next)``; the first added is the
+        outermost. Returns it, so it also works as a decorator."""
+        self._registry.middleware.append(middleware)
+        return middleware
+
+    # --- what transports ask (the RequestHandler protocol) ------------------------------------
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The capabilities this server announces, from what is registered."""
+        return self._registry.capabilities
+
+    def speaks(self, era: Era) -> bool:
+        """Whether this server serves clients of ``era``."""
+        return self.eras in ("dual", era)
+
+    def new_session(self) -> Session:
+        """Fresh per-connection protocol state."""
+        return Session()
+
+    def header_rules(self, tool: str) -> HeaderRules:
+        """The ``x-mcp-header`` annotations of a registered tool (empty if unknown)."""
+        return self._registry.header_rules(tool)
+
+    async def handle(
+        self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Any, outbound: Outbound
+    ) -> Any:
+        """Serve one request: returns the result or raises :class:`~mcpkit.McpError`.
+
+        Every exception from user code is mapped to its wire outcome (docs/errors.md);
+        only ``CancelledError`` propagates otherwise. ``session`` comes from
+        :meth:`new_session`; notifications the handler sends go through ``outbound``.
+        """
+        return await self._dispatcher.handle(request_id, method, raw_params, session=session, outbound=outbound)
+
+    # --- serving -----------------------------------------------------------------------------
+
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        log_level: str = "warning",
+        **http_options: Any,
+    ) -> None:
+        """Serve until stopped: ``"stdio"`` until stdin closes; ``"http"`` serves
+        :meth:`asgi_app` with uvicorn on ``host``:``port`` (loopback by default) until
+        interrupted. ``http_options`` go to :meth:`asgi_app`. Raises ``ImportError`` for
+        HTTP if uvicorn is not installed (``pip install 'mcpkit[http]'``)."""
+        if transport == "stdio":
+            asyncio.run(self.serve_stdio())
+        elif transport == "http":
+            import uvicorn
+
+            uvicorn.run(self.asgi_app(path=path, **http_options), host=host, port=port, log_level=log_level, lifespan="on")
+        else:
+            raise ValueError(f"unknown transport {transport!r}")
+
+    def asgi_app(self, path: str | None = "/mcp", **options: Any) -> StreamableHTTPApp:
+        """This server as a plain ASGI application speaking Streamable HTTP (both eras)
+        at ``path`` (None: any path, for mounting). Options: ``json_response``
+        (None = JSON unless notifications come first, True, False), ``allowed_hosts``,
+        ``allowed_origins``, ``dns_rebinding_protection`` (None = on when bound to a
+        loopback address), ``max_body_size`` (4 MiB), ``event_store``,
+        ``session_idle_timeout``, ``max_sessions``, ``keepalive_interval``."""
+        from ..transports.http.server.app import StreamableHTTPApp
+
+        return StreamableHTTPApp(self, path=path, **options)
+
+    async def serve_stdio(self) -> None:
+        """Serve this process's stdin/stdout until stdin closes."""
+        await self.serve(ServerStdio(max_message_size=self.max_message_size))
+
+    async def serve(self, transport: Transport) -> None:
+        """Serve one connection until it closes; then give in-flight handlers
+        ``shutdown_grace`` seconds to answer before cancelling them. Cancelling this
+        coroutine cancels every handler and closes the transport."""
+        session = Session()
+
+        async def on_request(ev: RequestReceived) -> Any:
+            return await self._dispatcher.handle(ev.id, ev.method, ev.params, session=session, outbound=peer)
+
+        def on_notification(method: str, params: msgspec.Raw) -> None:
+            if method != "notifications/initialized":
+                log.debug("ignored notification %s", method)
+
+        peer = Peer(
+            transport,
+            on_request=on_request,
+            on_notification=on_notification,
+            max_error_text=self.max_error_text,
+            max_message_size=self.max_message_size,
+        )
+        await peer.start()
+        try:
+            await asyncio.shield(peer.closed)
+            await peer.wait_handlers(self.shutdown_grace)
+        finally:
+            await peer.wait_handlers(0)
+            await transport.close()

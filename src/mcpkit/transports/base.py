@@ -1,0 +1,62 @@
+"""What transports share: the transport interface (defined in
+:mod:`mcpkit.runtime.channel`, below the transports, and re-exported here as their
+base), :class:`Servable` (what an in-memory connection serves) and
+:class:`RequestHandler` (what the HTTP app asks of the server behind it)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from ..protocol.engine import RequestId
+from ..protocol.headers import HeaderRules
+from ..protocol.versions import Era
+from ..runtime.channel import OnClose, OnMessage, Transport
+from ..runtime.outbound import Outbound
+
+__all__ = ["Transport", "OnMessage", "OnClose", "Servable", "SessionState", "RequestHandler"]
+
+
+@runtime_checkable
+class Servable(Protocol):
+    """Something that serves one connection over a transport until it closes (a
+    ``Server``). ``Client(server)`` connects to one in memory through this, without
+    the client knowing the server's type."""
+
+    async def serve(self, transport: Any) -> None: ...
+
+
+class SessionState(Protocol):
+    """A connection's protocol state as the server keeps it (legacy era): what a
+    transport may read of it."""
+
+    @property
+    def protocol_version(self) -> str: ...
+
+
+class RequestHandler(Protocol):
+    """What a transport that dispatches requests itself (Streamable HTTP) needs from
+    the server behind it. ``Server`` implements it; transports never import it."""
+
+    @property
+    def max_error_text(self) -> int: ...
+
+    def speaks(self, era: Era) -> bool:
+        """Whether requests of ``era`` are served at all."""
+        ...
+
+    def new_session(self) -> SessionState:
+        """Fresh per-connection state (one per legacy session, or per modern request)."""
+        ...
+
+    def header_rules(self, tool: str) -> HeaderRules:
+        """The ``x-mcp-header`` annotations of tool ``tool`` (empty if unknown)."""
+        ...
+
+    async def handle(
+        self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Any, outbound: Outbound
+    ) -> Any:
+        """Serve one request: the result, or :class:`~mcpkit.McpError`. What the
+        handler sends its peer goes through ``outbound``."""
+        ...

@@ -1,0 +1,1 @@
+"""The Streamable HTTP server: one ASGI app serving both eras."""

@@ -1,0 +1,194 @@
+"""The client's side of stdio: spawn the server process, talk to it over its stdin
+and stdout, and supervise it (shutdown per the spec: close stdin, wait, SIGTERM,
+wait, SIGKILL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from ..protocol.framing import NEWLINE, LineFramer
+from .base import OnClose, OnMessage
+from .stdio import Flow
+
+__all__ = ["StdioTransport"]
+
+
+class _ProcessProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, owner: StdioTransport) -> None:
+        self._owner = owner
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self._owner._data(fd, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._owner._pipe_lost(fd)
+
+    def process_exited(self) -> None:
+        self._owner._exited()
+
+    def pause_writing(self) -> None:
+        self._owner._flow.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._owner._flow.resume_writing()
+
+
+class StdioTransport:
+    """The client's side of stdio: spawns the server process and supervises it.
+
+    ``stderr`` is ``"inherit"`` (the server's stderr goes to ours, the default),
+    ``"capture"`` (kept in memory, the last ``stderr_limit`` bytes readable from
+    :attr:`stderr_output`) or ``"devnull"``. Closing follows the spec's shutdown:
+    close the server's stdin, wait ``shutdown_timeout`` seconds, SIGTERM, wait, SIGKILL.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: Literal["inherit", "capture", "devnull"] = "inherit",
+        max_message_size: int = 64 * 1024 * 1024,
+        shutdown_timeout: float = 2.0,
+        stderr_limit: int = 64 * 1024,
+    ) -> None:
+        if not command:
+            raise ValueError("command must name a program")
+        self.command = list(command)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.stderr = stderr
+        self.shutdown_timeout = shutdown_timeout
+        self._framer = LineFramer(max_message_size)
+        self._flow = Flow()
+        self._stderr_buf: deque[bytes] = deque()
+        self._stderr_size = 0
+        self._stderr_limit = stderr_limit
+        self._proc: asyncio.SubprocessTransport | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._on_message: OnMessage | None = None
+        self._on_close: OnClose | None = None
+        self._closed = False
+        self._exit: asyncio.Future[None] | None = None
+        self._eof_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.get_pid() if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.get_returncode() if self._proc is not None else None
+
+    @property
+    def stderr_output(self) -> bytes:
+        """The tail of what the server wrote to stderr (with ``stderr="capture"``)."""
+        return b"".join(self._stderr_buf)
+
+    async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
+        """Spawn the process. Raises ``OSError`` if it cannot be started."""
+        loop = asyncio.get_running_loop()
+        self._on_message = on_message
+        self._on_close = on_close
+        self._exit = loop.create_future()
+        err = {"inherit": None, "capture": subprocess.PIPE, "devnull": subprocess.DEVNULL}[self.stderr]
+        proc, _ = await loop.subprocess_exec(
+            lambda: _ProcessProtocol(self),
+            *self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=self.env,
+            cwd=self.cwd,
+            start_new_session=False,
+        )
+        self._proc = proc
+        stdin = proc.get_pipe_transport(0)
+        assert isinstance(stdin, asyncio.WriteTransport)
+        self._stdin = stdin
+
+    def _data(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            assert self._on_message is not None
+            for msg in self._framer.feed(data):
+                self._on_message(msg)
+        elif fd == 2:
+            self._stderr_buf.append(data)
+            self._stderr_size += len(data)
+            while self._stderr_size > self._stderr_limit and len(self._stderr_buf) > 1:
+                self._stderr_size -= len(self._stderr_buf.popleft())
+
+    def _pipe_lost(self, fd: int) -> None:
+        if fd == 1:
+            assert self._on_message is not None
+            for msg in self._framer.eof():
+                self._on_message(msg)
+            self._finish("server closed its stdout")
+        elif fd == 0:
+            self._flow.release()
+
+    def _exited(self) -> None:
+        if self._exit is not None and not self._exit.done():
+            self._exit.set_result(None)
+        if not self._closed:
+            # Give stdout a moment to deliver what the process wrote before it exited,
+            # then consider the connection gone even if a grandchild holds stdout open.
+            loop = asyncio.get_running_loop()
+            self._eof_timer = loop.call_later(0.2, self._finish, f"server process exited (code {self.returncode})")
+
+    def _finish(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._flow.release()
+        if self._eof_timer is not None:
+            self._eof_timer.cancel()
+        if self._on_close is not None:
+            self._on_close(reason)
+
+    def send(self, data: bytes) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.write(data + NEWLINE)
+
+    async def drain(self) -> None:
+        await self._flow.drain()
+
+    async def close(self) -> None:
+        """Shut the server down: close stdin, wait, SIGTERM, wait, SIGKILL.
+
+        Safe to call more than once; never raises for a process that already exited.
+        On cancellation the process is killed before ``CancelledError`` propagates.
+        """
+        proc, exited = self._proc, self._exit
+        if proc is None or exited is None:
+            return
+        try:
+            if self._stdin is not None:
+                self._stdin.close()
+            for sig in (None, signal.SIGTERM, signal.SIGKILL):
+                if exited.done():
+                    break
+                if sig is not None:
+                    try:
+                        proc.send_signal(sig)
+                    except ProcessLookupError:
+                        pass
+                try:
+                    await asyncio.wait_for(asyncio.shield(exited), self.shutdown_timeout)
+                except TimeoutError:
+                    continue
+        except BaseException:
+            if not exited.done():
+                proc.kill()
+            raise
+        finally:
+            self._finish("closed")
+            proc.close()
