@@ -1,4 +1,4 @@
-"""DESIGN.md §3, the client's error contract, through the public API.
+"""The client's error contract (docs/errors.md §4), through the public API.
 
 Over a real stdio server process (``tests/servers/basic.py``) and in memory (the same
 ``Server`` object, or one built here), in both protocol eras: deadlines, cancellation,

@@ -1,4 +1,4 @@
-"""The sans-IO JSON-RPC engine and the newline framer, without any I/O (DESIGN.md §7).
+"""The sans-IO JSON-RPC engine and the newline framer, without any I/O (docs/design.md).
 
 Every test drives :class:`mcpkit.protocol.engine.Engine` or :class:`mcpkit.protocol.framing.LineFramer`
 directly with bytes and plain numbers for time: no event loop, no pipes, no clock.

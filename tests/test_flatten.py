@@ -1,4 +1,4 @@
-"""Flattening and bounding of text put into error messages (DESIGN.md §4).
+"""Flattening and bounding of text put into error messages (docs/errors.md, "Flattening and bounding").
 
 C0 and C1 control characters, DEL, U+2028 and U+2029 become a space, invalid UTF-8
 becomes U+FFFD, and the result is at most ``limit`` bytes of UTF-8, cut on a character

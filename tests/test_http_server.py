@@ -1,4 +1,4 @@
-"""Server-side acceptance tests for Streamable HTTP (issue 3, DESIGN.md §2 and §5).
+"""Server-side acceptance tests for Streamable HTTP (issue 3; docs/http.md and docs/errors.md).
 
 Real uvicorn servers on 127.0.0.1, each in a thread of this process (so that handlers can
 record what happened to them in ``threading.Event`` flags the tests read), plus one
@@ -1213,7 +1213,7 @@ def test_legacy_mcp_error_is_http_200(http: httpx.Client, url: str, legacy_sessi
     assert error["data"] == {"why": "on purpose"}
 
 
-# (status, modern code, legacy code) — DESIGN.md §2 and the h3 table.
+# (status, modern code, legacy code) — docs/errors.md, "Exceptions that carry an HTTP status".
 STATUS_ROWS = [
     (400, -32602, -32602),
     (422, -32602, -32602),

@@ -1,5 +1,5 @@
 """Era negotiation against servers that are not mcpkit: the server/discover probe,
-and the fall back to initialize on any non-modern error or on silence (DESIGN.md §1)."""
+and the fall back to initialize on any non-modern error or on silence (docs/api.md, Client)."""
 
 from __future__ import annotations
 

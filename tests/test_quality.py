@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -20,3 +21,11 @@ def test_ruff_clean() -> None:
 def test_mypy_strict_clean() -> None:
     proc = _run("mypy", "--strict", "src/mcpkit")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_import_layering_contracts_hold() -> None:
+    """The layering rules of docs/design.md, as import-linter contracts in pyproject.toml."""
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    proc = subprocess.run([str(lint_imports)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout

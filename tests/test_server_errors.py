@@ -1,4 +1,4 @@
-"""The server side of the error contract (DESIGN.md §2, §4), through the public API.
+"""The server side of the error contract (docs/errors.md §2), through the public API.
 
 Every row of the §2 table that applies without HTTP, in both protocol eras, in memory
 (``Client(server)``) and over a real stdio subprocess (``tests/servers/contract_errors.py``),
@@ -1130,7 +1130,7 @@ async def test_many_failures_then_success_in_memory(era: str, caplog: pytest.Log
 @pytest.mark.parametrize("era", ERAS)
 async def test_base_exceptions_from_a_tool_do_not_end_the_server(era: str) -> None:
     """SystemExit or any other BaseException raised by a handler fails only that request
-    (DESIGN.md §2: no handler exception, of any type, ends the session or the process)."""
+    (docs/errors.md §2: no handler exception, of any type, ends the session or the process)."""
     stdio = StdioTransport([sys.executable, str(SERVERS / "contract_errors.py")], stderr="capture")
     async with Client(stdio, ClientOptions(protocol_version=era, request_timeout=5)) as c:
         for tool in ("exit_sync", "exit_async", "base_exception"):

@@ -3,60 +3,127 @@
 The public surface is what ``__all__`` lists, imported from here. The subpackages
 (``protocol``, ``runtime``, ``transports``, ``server``, ``client``) are the
 implementation and may change; docs/design.md describes how they fit.
+
+Names load on first use (PEP 562): ``import mcpkit`` costs next to nothing, and a
+program that only uses the client never imports the server's modules.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .client.client import Client
-from .client.options import ClientOptions, RequestOptions
-from .protocol.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    REQUEST_CANCELLED,
-    REQUEST_TIMEOUT,
-    ConnectionClosed,
-    HttpError,
-    McpError,
-    RequestTimeout,
-    ToolError,
-    flatten_text,
-)
-from .protocol.types import (
-    AudioContent,
-    CallToolResult,
-    CompleteResult,
-    Completion,
-    DiscoverResult,
-    EmbeddedResource,
-    GetPromptResult,
-    ImageContent,
-    Implementation,
-    ListPromptsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
-    ListToolsResult,
-    Prompt,
-    PromptArgument,
-    PromptMessage,
-    ReadResourceResult,
-    Resource,
-    ResourceContents,
-    ResourceLink,
-    ResourceTemplate,
-    Root,
-    TextContent,
-    Tool,
-    ToolAnnotations,
-)
-from .protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-from .server.context import Context
-from .server.server import CallNext, Middleware, Server
-from .transports.base import Transport
-from .transports.http.client.transport import HttpTransport
-from .transports.http.server.sessions import EventStore, InMemoryEventStore
-from .transports.process import StdioTransport
+
+if TYPE_CHECKING:
+    from .client.client import Client
+    from .client.options import ClientOptions, RequestOptions
+    from .protocol.errors import (
+        INTERNAL_ERROR,
+        INVALID_PARAMS,
+        INVALID_REQUEST,
+        METHOD_NOT_FOUND,
+        PARSE_ERROR,
+        REQUEST_CANCELLED,
+        REQUEST_TIMEOUT,
+        ConnectionClosed,
+        HttpError,
+        McpError,
+        RequestTimeout,
+        ToolError,
+        flatten_text,
+    )
+    from .protocol.types import (
+        AudioContent,
+        CallToolResult,
+        CompleteResult,
+        Completion,
+        DiscoverResult,
+        EmbeddedResource,
+        GetPromptResult,
+        ImageContent,
+        Implementation,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
+        ListToolsResult,
+        Prompt,
+        PromptArgument,
+        PromptMessage,
+        ReadResourceResult,
+        Resource,
+        ResourceContents,
+        ResourceLink,
+        ResourceTemplate,
+        Root,
+        TextContent,
+        Tool,
+        ToolAnnotations,
+    )
+    from .protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+    from .server.context import Context
+    from .server.server import CallNext, Middleware, Server
+    from .transports.base import Transport
+    from .transports.http.client.transport import HttpTransport
+    from .transports.http.server.sessions import EventStore, InMemoryEventStore
+    from .transports.process import StdioTransport
+
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "Client": ".client.client",
+    "ClientOptions": ".client.options",
+    "RequestOptions": ".client.options",
+    "INTERNAL_ERROR": ".protocol.errors",
+    "INVALID_PARAMS": ".protocol.errors",
+    "INVALID_REQUEST": ".protocol.errors",
+    "METHOD_NOT_FOUND": ".protocol.errors",
+    "PARSE_ERROR": ".protocol.errors",
+    "REQUEST_CANCELLED": ".protocol.errors",
+    "REQUEST_TIMEOUT": ".protocol.errors",
+    "ConnectionClosed": ".protocol.errors",
+    "HttpError": ".protocol.errors",
+    "McpError": ".protocol.errors",
+    "RequestTimeout": ".protocol.errors",
+    "ToolError": ".protocol.errors",
+    "flatten_text": ".protocol.errors",
+    "AudioContent": ".protocol.types",
+    "CallToolResult": ".protocol.types",
+    "CompleteResult": ".protocol.types",
+    "Completion": ".protocol.types",
+    "DiscoverResult": ".protocol.types",
+    "EmbeddedResource": ".protocol.types",
+    "GetPromptResult": ".protocol.types",
+    "ImageContent": ".protocol.types",
+    "Implementation": ".protocol.types",
+    "ListPromptsResult": ".protocol.types",
+    "ListResourcesResult": ".protocol.types",
+    "ListResourceTemplatesResult": ".protocol.types",
+    "ListToolsResult": ".protocol.types",
+    "Prompt": ".protocol.types",
+    "PromptArgument": ".protocol.types",
+    "PromptMessage": ".protocol.types",
+    "ReadResourceResult": ".protocol.types",
+    "Resource": ".protocol.types",
+    "ResourceContents": ".protocol.types",
+    "ResourceLink": ".protocol.types",
+    "ResourceTemplate": ".protocol.types",
+    "Root": ".protocol.types",
+    "TextContent": ".protocol.types",
+    "Tool": ".protocol.types",
+    "ToolAnnotations": ".protocol.types",
+    "LATEST_PROTOCOL_VERSION": ".protocol.versions",
+    "SUPPORTED_PROTOCOL_VERSIONS": ".protocol.versions",
+    "Context": ".server.context",
+    "CallNext": ".server.server",
+    "Middleware": ".server.server",
+    "Server": ".server.server",
+    "Transport": ".transports.base",
+    "HttpTransport": ".transports.http.client.transport",
+    "EventStore": ".transports.http.server.sessions",
+    "InMemoryEventStore": ".transports.http.server.sessions",
+    "StdioTransport": ".transports.process",
+}
+
 
 __all__ = [
     "__version__",
@@ -118,3 +185,16 @@ __all__ = [
     "DiscoverResult",
     "Root",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,4 +1,4 @@
-"""A server whose handlers fail in every way DESIGN.md §2 lists, for the error-contract tests.
+"""A server whose handlers fail in every way docs/errors.md §2 lists, for the error-contract tests.
 
 Run as a stdio server: ``python contract_errors.py [--expose] [--mask]``. The tests also
 import :func:`build` to serve the very same handlers in memory.

@@ -24,6 +24,17 @@ import msgspec
 from msgspec import UNSET
 
 from .errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, McpError, flatten_text
+from .events import (
+    CancelReceived,
+    Event,
+    NotificationReceived,
+    Outgoing,
+    ProgressReceived,
+    Reply,
+    RequestId,
+    RequestReceived,
+    ResponseReceived,
+)
 
 __all__ = [
     "RequestId",
@@ -39,8 +50,6 @@ __all__ = [
     "encode",
     "is_request_id",
 ]
-
-RequestId = int | str
 
 encode: Final = msgspec.json.Encoder().encode
 
@@ -64,86 +73,6 @@ class _ErrorObject(msgspec.Struct):
 
 
 _to_error_object: Final = msgspec.json.Decoder(_ErrorObject).decode
-
-
-class Outgoing:
-    """A request we sent (or are about to send) and whose response we await."""
-
-    __slots__ = ("data", "deadline", "id", "method", "progress_token", "sent", "waiter")
-
-    def __init__(self, rid: RequestId, method: str, data: bytes, deadline: float) -> None:
-        self.id = rid
-        self.method = method
-        self.data = data
-        self.deadline = deadline
-        self.sent = False
-        self.progress_token: RequestId | None = None
-        #: Whatever the driver uses to wake the caller (an asyncio future, say).
-        self.waiter: Any = None
-
-
-class RequestReceived:
-    __slots__ = ("id", "method", "params")
-
-    def __init__(self, rid: RequestId, method: str, params: msgspec.Raw) -> None:
-        self.id = rid
-        self.method = method
-        #: The raw JSON of ``params`` (empty when absent), decoded by whoever handles it.
-        self.params = params
-
-
-class NotificationReceived:
-    __slots__ = ("method", "params")
-
-    def __init__(self, method: str, params: msgspec.Raw) -> None:
-        self.method = method
-        self.params = params
-
-
-class ResponseReceived:
-    """The response to one of our requests: ``result`` (raw JSON) or ``error``."""
-
-    __slots__ = ("error", "request", "result")
-
-    def __init__(self, request: Outgoing, result: msgspec.Raw | None, error: McpError | None) -> None:
-        self.request = request
-        self.result = result
-        self.error = error
-
-
-class ProgressReceived:
-    __slots__ = ("message", "progress", "request", "total")
-
-    def __init__(self, request: Outgoing, progress: float, total: float | None, message: str | None) -> None:
-        self.request = request
-        self.progress = progress
-        self.total = total
-        self.message = message
-
-
-class CancelReceived:
-    """The peer cancelled a request it sent us that we are still working on. The
-    request is forgotten (it will get no response); ``handle`` is what the driver
-    registered for it (its task), to stop the work."""
-
-    __slots__ = ("id", "reason", "handle")
-
-    def __init__(self, rid: RequestId, reason: str | None, handle: Any = None) -> None:
-        self.id = rid
-        self.reason = reason
-        self.handle = handle
-
-
-class Reply:
-    """Bytes to send back at once (an error answer to a malformed message)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-
-Event = RequestReceived | NotificationReceived | ResponseReceived | ProgressReceived | CancelReceived | Reply
 
 
 class _ProgressNote(msgspec.Struct, rename="camel"):
@@ -359,7 +288,10 @@ class Engine:
                 return Reply(_error_bytes(rid, INVALID_REQUEST, "Invalid Request: id is already in use by a request in progress"))
             self._incoming[rid] = None
             return RequestReceived(rid, method, params)
-        # a response
+        return self._response(env, rid, has_id, reply_id)
+
+    def _response(self, env: _Envelope, rid: Any, has_id: bool, reply_id: RequestId | None) -> Event | None:
+        """A message without ``method``: the response to one of our requests."""
         if not has_id:
             return Reply(_error_bytes(None, INVALID_REQUEST, 'Invalid Request: missing "method"'))
         if reply_id is None:

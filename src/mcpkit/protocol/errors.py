@@ -1,4 +1,4 @@
-"""Error codes, the exceptions users see, and text flattening (DESIGN.md §2–§4).
+"""Error codes, the exceptions users see, and text flattening (docs/errors.md).
 
 Two kinds of failure are kept apart everywhere: a *failed operation* is a successful
 response whose result says ``isError: true``; a *protocol error* is a JSON-RPC error
@@ -138,7 +138,7 @@ class ToolError(Exception):
 class HttpError(Exception):
     """An exception that carries an HTTP status, raised by handler code.
 
-    It maps to a JSON-RPC error per era (DESIGN.md §2); any exception with an integer
+    It maps to a JSON-RPC error per era (docs/errors.md, "Exceptions that carry an HTTP status"); any exception with an integer
     ``status_code`` attribute (Starlette's ``HTTPException``, for one) maps the same way.
     """
 

@@ -103,6 +103,8 @@ class _Resolved:
 
 
 _UNINITIALIZED: Final = _Resolved(LEGACY, "", {}, None, None)
+#: What a server restricted to some eras (``Server(eras=...)``) offers.
+_VERSIONS: Final = {"dual": SUPPORTED_PROTOCOL_VERSIONS, "modern": MODERN_PROTOCOL_VERSIONS, "legacy": LEGACY_PROTOCOL_VERSIONS}
 
 
 class Dispatcher:
@@ -118,12 +120,7 @@ class Dispatcher:
 
     @property
     def supported_versions(self) -> list[str]:
-        eras = self.registry.settings.eras
-        if eras == "modern":
-            return list(MODERN_PROTOCOL_VERSIONS)
-        if eras == "legacy":
-            return list(LEGACY_PROTOCOL_VERSIONS)
-        return list(SUPPORTED_PROTOCOL_VERSIONS)
+        return list(_VERSIONS[self.registry.settings.eras])
 
     async def handle(
         self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Session, outbound: Outbound
@@ -168,20 +165,23 @@ class Dispatcher:
                 result = await handler(self.registry, ctx, params)
         except asyncio.CancelledError:
             raise
-        except McpError as exc:
-            limit = settings.max_error_text
-            if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
-                raise internal_error(exc, f"handler for {method}", expose=settings.expose_internal_errors, limit=limit) from None
-            raise bounded(exc, limit) from None
         except BaseException as exc:  # of any type: only this request fails
-            raise to_wire_error(
-                exc, policy, method, expose=settings.expose_internal_errors, limit=settings.max_error_text
-            ) from None
+            raise self._wire_error(exc, policy, method) from None
         finally:
             ctx._finish()
         return policy.finish_result(
             result, server_meta=self._server_meta, ttl_ms=settings.cache_ttl_ms, cache_scope=settings.cache_scope
         )
+
+    def _wire_error(self, exc: BaseException, policy: EraPolicy, method: str) -> McpError:
+        """The error to answer with for an exception from a handler or middleware."""
+        settings = self.registry.settings
+        expose, limit = settings.expose_internal_errors, settings.max_error_text
+        if isinstance(exc, McpError):
+            if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
+                return internal_error(exc, f"handler for {method}", expose=expose, limit=limit)
+            return bounded(exc, limit)
+        return to_wire_error(exc, policy, method, expose=expose, limit=limit)
 
     async def _through_middleware(self, ctx: Context, innermost: CallNext) -> Any:
         chain = innermost

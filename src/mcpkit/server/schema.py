@@ -69,6 +69,21 @@ def _hoist(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+_PLAIN_SCHEMAS: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    list: {"type": "array"},
+    tuple: {"type": "array"},
+    set: {"type": "array"},
+    frozenset: {"type": "array"},
+    dict: {"type": "object"},
+    None: {"type": "null"},
+    _NoneType: {"type": "null"},
+}
+
+
 def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     """The JSON Schema of values of ``tp``; shared definitions go into ``defs``.
 
@@ -76,22 +91,22 @@ def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     """
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
         return {}
-    if tp is None or tp is _NoneType:
-        return {"type": "null"}
-    if tp is str:
-        return {"type": "string"}
-    if tp is bool:
-        return {"type": "boolean"}
-    if tp is int:
-        return {"type": "integer"}
-    if tp is float:
-        return {"type": "number"}
-    if tp is list or tp is tuple or tp is set or tp is frozenset:
-        return {"type": "array"}
-    if tp is dict:
-        return {"type": "object"}
+    try:
+        plain = _PLAIN_SCHEMAS.get(tp)
+    except TypeError:  # an unhashable annotation
+        plain = None
+    if plain is not None:
+        return dict(plain)
     origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
+    if origin is not None:
+        return _generic_schema(tp, origin, typing.get_args(tp), defs)
+    if isinstance(tp, type):
+        return _class_schema(tp, defs)
+    raise SchemaError(f"type {tp!r} has no JSON Schema form")
+
+
+def _generic_schema(tp: Any, origin: Any, args: tuple[Any, ...], defs: dict[str, Any]) -> dict[str, Any]:
+    """``Annotated``, ``Literal``, unions and parametrised containers."""
     if origin is typing.Annotated:
         schema = dict(type_schema(args[0], defs))
         for extra in args[1:]:
@@ -101,19 +116,11 @@ def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
                 schema["description"] = extra.description
         return schema
     if origin is Literal:
-        values = list(args)
-        schema = {"enum": values}
-        kinds = {type(v) for v in values}
-        if len(kinds) == 1:
-            t = kinds.pop()
-            name = {str: "string", int: "integer", bool: "boolean", float: "number"}.get(t)
-            if name:
-                schema["type"] = name
-        return schema
+        return _literal_schema(list(args))
     if origin is Union or origin is types.UnionType:
         return {"anyOf": [type_schema(a, defs) for a in args]}
     if origin in (list, set, frozenset, Sequence, typing.Sequence) or (
-        origin is not None and isinstance(origin, type) and issubclass(origin, (list, set, frozenset))
+        isinstance(origin, type) and issubclass(origin, (list, set, frozenset))
     ):
         schema = {"type": "array", "items": type_schema(args[0], defs) if args else {}}
         if origin in (set, frozenset):
@@ -129,18 +136,32 @@ def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         if len(args) == 2:
             schema["additionalProperties"] = type_schema(args[1], defs)
         return schema
-    if isinstance(tp, type):
-        if issubclass(tp, enum.Enum):
-            return {"enum": [m.value for m in tp]}
-        if _is_pydantic_model(tp):
-            return _hoist(typing.cast(Any, tp).model_json_schema(ref_template="#/$defs/{model}"), defs)
-        if issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp):
-            try:
-                (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
-            except TypeError as exc:
-                raise SchemaError(str(exc)) from None
-            defs.update(components)
-            return schema
+    raise SchemaError(f"type {tp!r} has no JSON Schema form")
+
+
+def _literal_schema(values: list[Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"enum": values}
+    kinds = {type(v) for v in values}
+    if len(kinds) == 1:
+        name = {str: "string", int: "integer", bool: "boolean", float: "number"}.get(kinds.pop())
+        if name:
+            schema["type"] = name
+    return schema
+
+
+def _class_schema(tp: type, defs: dict[str, Any]) -> dict[str, Any]:
+    """Enums, pydantic models, msgspec structs, dataclasses and TypedDicts."""
+    if issubclass(tp, enum.Enum):
+        return {"enum": [m.value for m in tp]}
+    if _is_pydantic_model(tp):
+        return _hoist(typing.cast(Any, tp).model_json_schema(ref_template="#/$defs/{model}"), defs)
+    if issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp):
+        try:
+            (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
+        except TypeError as exc:
+            raise SchemaError(str(exc)) from None
+        defs.update(components)
+        return dict(schema)
     raise SchemaError(f"type {tp!r} has no JSON Schema form")
 
 

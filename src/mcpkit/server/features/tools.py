@@ -241,6 +241,27 @@ def tool_from_function(
         raise TypeError(f"cannot resolve type hints of {fn!r}: {exc}") from None
     ctx_param = context_param(fn, hints)
     summary, param_docs = parse_docstring(target.__doc__ or fn.__doc__)
+    input_schema, converters, var_kwargs = _input_schema(sig, hints, ctx_param, param_docs, fn_name)
+    output_schema, wrap = _output_schema(hints.get("return", inspect.Parameter.empty), structured_output)
+    if isinstance(annotations, Mapping):
+        annotations = msgspec.convert(annotations, ToolAnnotations, from_attributes=False)
+    tool = Tool(
+        name=name or fn_name,
+        title=title,
+        description=description if description is not None else summary,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations=annotations,
+        meta=meta,
+    )
+    return ToolDef(tool, fn, raw=False, context_param=ctx_param, params=converters, var_kwargs=var_kwargs, wrap_result=wrap)
+
+
+def _input_schema(
+    sig: inspect.Signature, hints: dict[str, Any], ctx_param: str | None, param_docs: dict[str, str], fn_name: str
+) -> tuple[dict[str, Any], dict[str, Callable[[Any], Any] | None], bool]:
+    """The input schema of a function's parameters, a converter per parameter, and
+    whether it takes ``**kwargs``. Raises ``TypeError`` as :func:`tool_from_function`."""
     defs: dict[str, Any] = {}
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -278,19 +299,7 @@ def tool_from_function(
         input_schema["required"] = required
     if defs:
         input_schema["$defs"] = defs
-    output_schema, wrap = _output_schema(hints.get("return", inspect.Parameter.empty), structured_output)
-    if isinstance(annotations, Mapping):
-        annotations = msgspec.convert(annotations, ToolAnnotations, from_attributes=False)
-    tool = Tool(
-        name=name or fn_name,
-        title=title,
-        description=description if description is not None else summary,
-        input_schema=input_schema,
-        output_schema=output_schema,
-        annotations=annotations,
-        meta=meta,
-    )
-    return ToolDef(tool, fn, raw=False, context_param=ctx_param, params=converters, var_kwargs=var_kwargs, wrap_result=wrap)
+    return input_schema, converters, var_kwargs
 
 
 def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, Any] | None, bool]:
