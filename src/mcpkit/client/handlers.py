@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 import msgspec
 
-from ..protocol.engine import RequestReceived
 from ..protocol.errors import METHOD_NOT_FOUND, McpError, flatten_text
+from ..protocol.events import RequestReceived
 from ..protocol.types import EmptyResult
 from .options import ClientOptions
 
@@ -48,7 +49,7 @@ class ServerMessages:
             res = on_log(
                 level if isinstance(level, str) else "info", data.get("data"), logger if isinstance(logger, str) else None
             )
-            if asyncio.iscoroutine(res):
+            if inspect.isawaitable(res):
                 task = asyncio.ensure_future(res)
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)

@@ -16,7 +16,13 @@ from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, MODERN
 from ..protocol.errors import UNSUPPORTED_PROTOCOL_VERSION, ConnectionClosed, McpError, RequestTimeout
 from ..protocol.types import Implementation, InitializeResult
-from ..protocol.versions import LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, era_of
+from ..protocol.versions import (
+    LATEST_LEGACY_PROTOCOL_VERSION,
+    LATEST_PROTOCOL_VERSION,
+    LEGACY_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    era_of,
+)
 from .results import decode_result
 
 if TYPE_CHECKING:
@@ -46,7 +52,7 @@ async def negotiate(client: Client) -> None:
     except ConnectionClosed:
         raise
     except RequestTimeout:
-        await initialize(client, LEGACY_PROTOCOL_VERSIONS[0])
+        await initialize(client, LATEST_LEGACY_PROTOCOL_VERSION)
         return
     except McpError as exc:
         await _after_refusal(client, exc)
@@ -59,14 +65,14 @@ async def negotiate(client: Client) -> None:
         client.server_info = server_info_from(found.meta)
         return
     legacy = [v for v in LEGACY_PROTOCOL_VERSIONS if v in found.supported_versions]
-    await initialize(client, legacy[0] if legacy else LEGACY_PROTOCOL_VERSIONS[0])
+    await initialize(client, legacy[0] if legacy else LATEST_LEGACY_PROTOCOL_VERSION)
 
 
 async def _after_refusal(client: Client, exc: McpError) -> None:
     """The probe got an error: a modern server's -32022 lists what it speaks; anything
     else means a legacy server."""
     if not (exc.code == UNSUPPORTED_PROTOCOL_VERSION and not exc.local and isinstance(exc.data, dict)):
-        await initialize(client, LEGACY_PROTOCOL_VERSIONS[0])
+        await initialize(client, LATEST_LEGACY_PROTOCOL_VERSION)
         return
     offered = exc.data.get("supported") or []
     modern = [v for v in MODERN_PROTOCOL_VERSIONS if v in offered]

@@ -1,4 +1,5 @@
-"""A sans-IO JSON-RPC 2.0 engine shared by the client and the server.
+"""A sans-IO JSON-RPC 2.0 engine shared by the client and the server (its events are
+in :mod:`.events`).
 
 :class:`Engine` holds the state of one connection — the table of requests we sent and
 await, the table of requests we received and are working on — and turns bytes into
@@ -37,6 +38,10 @@ from .events import (
 )
 
 __all__ = [
+    "Engine",
+    "encode",
+    "is_request_id",
+    # the events, re-exported for the HTTP transports until they import them from .events
     "RequestId",
     "Outgoing",
     "RequestReceived",
@@ -46,9 +51,6 @@ __all__ = [
     "CancelReceived",
     "Reply",
     "Event",
-    "Engine",
-    "encode",
-    "is_request_id",
 ]
 
 encode: Final = msgspec.json.Encoder().encode

@@ -10,8 +10,9 @@ from typing import Any
 
 import msgspec
 
-from ..protocol.engine import Engine, Outgoing, RequestId, ResponseReceived
+from ..protocol.engine import Engine
 from ..protocol.errors import INTERNAL_ERROR, McpError
+from ..protocol.events import Outgoing, RequestId, ResponseReceived
 
 __all__ = ["run_request", "deliver", "fail_waiters"]
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import msgspec
 
-from ..protocol.engine import (
+from ..protocol.engine import Engine, encode
+from ..protocol.errors import INVALID_REQUEST, ConnectionClosed, RequestTimeout
+from ..protocol.events import (
     CancelReceived,
-    Engine,
     NotificationReceived,
     Outgoing,
     ProgressReceived,
@@ -27,9 +28,7 @@ from ..protocol.engine import (
     RequestId,
     RequestReceived,
     ResponseReceived,
-    encode,
 )
-from ..protocol.errors import INVALID_REQUEST, ConnectionClosed, RequestTimeout
 from ..protocol.framing import OVERSIZED
 from .channel import Transport
 from .outcome import deliver, fail_waiters, run_request

@@ -11,9 +11,10 @@ from typing import Any
 import msgspec
 
 from ..protocol import meta as meta_keys
-from ..protocol.engine import RequestId, is_request_id
+from ..protocol.engine import is_request_id
 from ..protocol.eras import EraPolicy
 from ..protocol.errors import flatten_text
+from ..protocol.events import RequestId
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel
 from ..runtime.outbound import Outbound
 

@@ -17,7 +17,6 @@ from typing import Any, Final
 import msgspec
 
 from ..protocol import meta as meta_keys
-from ..protocol.engine import RequestId
 from ..protocol.eras import LEGACY, MODERN, EraPolicy
 from ..protocol.errors import (
     INVALID_PARAMS,
@@ -27,6 +26,7 @@ from ..protocol.errors import (
     McpError,
     flatten_text,
 )
+from ..protocol.events import RequestId
 from ..protocol.types import (
     LOG_LEVELS,
     CallToolParams,

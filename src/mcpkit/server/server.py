@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
 
-from ..protocol.engine import RequestId, RequestReceived
 from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
+from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
 from ..protocol.types import Implementation, Resource, ResourceTemplate, ToolAnnotations
 from ..protocol.versions import Era

@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from ..protocol.engine import RequestId
+from ..protocol.events import RequestId
 from ..protocol.headers import HeaderRules
 from ..protocol.versions import Era
 from ..runtime.channel import OnClose, OnMessage, Transport
