@@ -34,8 +34,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Mount
 
-from mcpkit import Context, HttpError, McpError, Server
-from mcpkit.transports.http.server.sessions import InMemoryEventStore
+from mcpkit import Context, HttpError, InMemoryEventStore, McpError, Server
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 

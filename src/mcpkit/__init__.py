@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from .server.server import CallNext, Middleware, Server
     from .transports.base import Transport
     from .transports.http.client.transport import HttpTransport
-    from .transports.http.server.sessions import EventStore, InMemoryEventStore
+    from .transports.http.server.streams import EventStore, InMemoryEventStore
     from .transports.process import StdioTransport
 
 #: Public name -> the module that defines it.
@@ -119,8 +119,8 @@ _EXPORTS: dict[str, str] = {
     "Server": ".server.server",
     "Transport": ".transports.base",
     "HttpTransport": ".transports.http.client.transport",
-    "EventStore": ".transports.http.server.sessions",
-    "InMemoryEventStore": ".transports.http.server.sessions",
+    "EventStore": ".transports.http.server.streams",
+    "InMemoryEventStore": ".transports.http.server.streams",
     "StdioTransport": ".transports.process",
 }
 

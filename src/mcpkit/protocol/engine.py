@@ -37,21 +37,7 @@ from .events import (
     ResponseReceived,
 )
 
-__all__ = [
-    "Engine",
-    "encode",
-    "is_request_id",
-    # the events, re-exported for the HTTP transports until they import them from .events
-    "RequestId",
-    "Outgoing",
-    "RequestReceived",
-    "NotificationReceived",
-    "ResponseReceived",
-    "ProgressReceived",
-    "CancelReceived",
-    "Reply",
-    "Event",
-]
+__all__ = ["Engine", "encode", "is_request_id"]
 
 encode: Final = msgspec.json.Encoder().encode
 

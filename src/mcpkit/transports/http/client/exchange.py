@@ -1,0 +1,104 @@
+"""One HTTP exchange with the server: start it, read a bounded body, tell its content type.
+
+Connecting is bounded by ``connect_timeout``; reading a response is not (a request's
+deadline is the client's business, docs/http.md). A server that cannot be reached, or
+that drops the connection before answering, raises :class:`Lost`: the connection as a
+whole is over. httpx is imported here, lazily, when the transport starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .settings import Settings
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["Lost", "HttpExchange", "content_type"]
+
+logger = logging.getLogger("mcpkit.http")
+
+
+class Lost(Exception):
+    """The server could not be reached: the connection as a whole is over."""
+
+
+def content_type(resp: httpx.Response) -> str:
+    """The media type of a response, lowercased, without parameters ("" if none)."""
+    return str(resp.headers.get("content-type", "")).partition(";")[0].strip().lower()
+
+
+class HttpExchange:
+    """The transport's ``httpx.AsyncClient`` (given, or created at :meth:`open` and
+    closed by :meth:`aclose`) and the ways it is used."""
+
+    def __init__(self, settings: Settings, client: httpx.AsyncClient | None) -> None:
+        self._settings = settings
+        self._client = client
+        self._owns_client = client is None
+        self._timeout: Any = None
+
+    def open(self) -> None:
+        """Import httpx and create the client if none was given. Connects lazily."""
+        import httpx
+
+        self._timeout = httpx.Timeout(self._settings.connect_timeout, read=None, write=None, pool=None)
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+
+    async def send(self, verb: str, headers: dict[str, str], body: bytes | None = None, timeout: Any = None) -> httpx.Response:
+        """Start an exchange and return the response with its body unread (the caller
+        closes it). A body is sent as ``application/json`` (added to ``headers``).
+        Raises :class:`Lost` if the server cannot be reached or drops the connection
+        before answering, ``httpx.TimeoutException`` if it is too slow to answer."""
+        import httpx
+
+        assert self._client is not None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        url = self._settings.url
+        request = self._client.build_request(verb, url, content=body, headers=headers, timeout=timeout or self._timeout)
+        try:
+            return await self._client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
+                raise  # slow, not gone: this exchange fails, the connection does not
+            raise Lost(f"{verb} {url} failed: {type(exc).__name__}: {exc}".rstrip(": ")) from None
+
+    async def read(self, resp: httpx.Response, limit: int) -> tuple[bytes, bool]:
+        """Up to ``limit`` bytes of the body, and whether that is all of it (False too
+        when the connection broke while reading). Never raises an HTTP error."""
+        import httpx
+
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in resp.aiter_bytes():
+                parts.append(chunk)
+                size += len(chunk)
+                if size > limit:
+                    return b"".join(parts)[:limit], False
+        except httpx.HTTPError:
+            return b"".join(parts), False
+        return b"".join(parts), True
+
+    async def delete(self, headers: dict[str, str], timeout: float) -> None:
+        """DELETE the URL, waiting at most ``timeout`` seconds; any failure is logged
+        and ignored. Nothing is sent if the transport never started."""
+        if self._client is None:
+            return
+        try:
+            await asyncio.wait_for(self._client.delete(self._settings.url, headers=headers, timeout=timeout), timeout)
+        except Exception as exc:
+            logger.debug("DELETE of the session failed: %r", exc)
+
+    async def aclose(self) -> None:
+        """Close the client if it was created here; failures are logged, not raised."""
+        if self._owns_client and self._client is not None:
+            try:
+                await self._client.aclose()
+            except Exception:
+                logger.debug("closing the HTTP client failed", exc_info=True)

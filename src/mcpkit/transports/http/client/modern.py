@@ -1,0 +1,205 @@
+"""The modern era (2026-07-28) on the client side: stateless POSTs with mirrored headers.
+
+A message is modern when its ``params._meta`` names a protocol version; nothing else
+about it is remembered between messages but the ``x-mcp-header`` rules of the tools
+listed so far. Each POST carries ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``
+and the ``Mcp-Param-*`` headers its tool's rules ask for. A ``tools/call`` refused with
+HeaderMismatch (-32020) makes the transport list the tools again and, if the tool's
+rules changed, retry once. Cancelling a request closes its response stream; nothing is
+POSTed (docs/http.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from ....protocol import meta as meta_keys
+from ....protocol.engine import encode
+from ....protocol.errors import HEADER_MISMATCH, flatten_text
+from ....protocol.events import RequestId
+from ....protocol.headers import HeaderRules, request_headers, x_mcp_header_map
+from ....protocol.sse import SSEParser
+from .connection import Connection
+from .failures import Failures
+from .notifier import Notifier
+from .private import PrivateRequests
+from .route import Route
+from .settings import Settings
+from .wire import ACCEPT_BOTH, decode_dict
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["ModernEra", "ModernMessage", "ModernRequest"]
+
+logger = logging.getLogger("mcpkit.http")
+
+_MISMATCH: Final = b"%d" % HEADER_MISMATCH
+_MAX_PAGES: Final = 20  # of tools/list, when relearning
+
+
+class ModernEra:
+    """The modern era's part of the transport: claims modern messages, computes their
+    headers, and learns the tools' header rules."""
+
+    def __init__(
+        self, settings: Settings, conn: Connection, notifier: Notifier, private: PrivateRequests, failures: Failures
+    ) -> None:
+        self._settings = settings
+        self._conn = conn
+        self._notifier = notifier
+        self._private = private
+        self.failures = failures
+        self._rules: dict[str, HeaderRules] = {}  # tool name -> its x-mcp-header rules
+
+    def claim(self, params: dict[str, Any] | None) -> ModernMessage | None:
+        """The era part of a message with ``params`` if it is modern (its ``_meta``
+        names a protocol version), else None: this is the transport's one era decision."""
+        meta = params.get("_meta") if params is not None else None
+        version = meta.get(meta_keys.PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if params is None or not isinstance(version, str):
+            return None
+        return ModernMessage(self, params, version)
+
+    def headers(self, method: str, params: dict[str, Any], version: str) -> dict[str, str]:
+        """The headers of a modern POST of ``method``, mirroring ``params``."""
+        name = params.get("name") if method == "tools/call" else None
+        rules = self._rules.get(name) if isinstance(name, str) else None
+        return {
+            **self._settings.headers,
+            "Content-Type": "application/json",
+            "Accept": ACCEPT_BOTH,
+            **request_headers(method, params, version, rules),
+        }
+
+    def notify(self, method: str, params: dict[str, Any], version: str, body: bytes) -> None:
+        """POST a notification with its mirrored headers (computed now), in a task."""
+        headers = self.headers(method, params, version)
+        self._conn.spawn(self._notifier.post(method, body, lambda: headers))
+
+    def learn_listing(self, result: msgspec.Raw, data: bytes) -> bytes:
+        """A ``tools/list`` result arrived (``data`` is the whole message): learn the
+        tools' rules, and return the message to deliver — without the tools whose
+        annotations are invalid, if any were."""
+        if not (self._rules or b"x-mcp-header" in data):
+            return data
+        try:
+            listing = decode_dict(result)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            listing = {}
+        kept = self._learn_tools(listing)
+        if kept is None:
+            return data
+        message = decode_dict(data)
+        message["result"] = {**listing, "tools": kept}
+        return encode(message)
+
+    def _learn_tools(self, listing: dict[str, Any]) -> list[Any] | None:
+        """Remember the ``x-mcp-header`` annotations of listed tools. Tools whose
+        annotations are invalid are left out, with a warning, as the spec requires:
+        returns the tools to keep if any were left out, else None."""
+        tools = listing.get("tools")
+        if not isinstance(tools, list):
+            return None
+        kept: list[Any] = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                kept.append(tool)
+                continue
+            self._rules.pop(name, None)
+            try:
+                mapping = x_mcp_header_map(tool.get("inputSchema"))
+            except ValueError as exc:
+                logger.warning("leaving out tool %r: %s", flatten_text(name, 256), exc)
+                continue
+            if mapping:
+                self._rules[name] = mapping
+            kept.append(tool)
+        return kept if len(kept) < len(tools) else None
+
+    async def relearn(self, params: dict[str, Any], version: str, used: dict[str, str]) -> dict[str, str] | None:
+        """A ``tools/call`` with ``params`` was refused with HeaderMismatch: list the
+        tools again (as the spec advises) and return new headers for the call if the
+        tool's annotations changed, else None. Raises :class:`~.exchange.Lost`, and
+        ``ValueError`` for an SSE event over the size limit."""
+        meta = params["_meta"]
+        list_params: dict[str, Any] = {"_meta": {k: v for k, v in meta.items() if k != meta_keys.PROGRESS_TOKEN}}
+        for _ in range(_MAX_PAGES):
+            headers = self.headers("tools/list", list_params, version)
+            reply, _ = await self._private.post("tools", "tools/list", list_params, headers)
+            try:
+                listing = decode_dict(reply.result) if reply is not None and reply.result else None
+            except msgspec.ValidationError:
+                listing = None
+            if listing is None:
+                return None
+            self._learn_tools(listing)
+            cursor = listing.get("nextCursor")
+            if not isinstance(cursor, str):
+                break
+            list_params = {**list_params, "cursor": cursor}
+        fresh = self.headers("tools/call", params, version)
+        return fresh if fresh != used else None
+
+
+class ModernMessage:
+    """One modern message: its params and the protocol version it names."""
+
+    def __init__(self, era: ModernEra, params: dict[str, Any], version: str) -> None:
+        self._era = era
+        self._params = params
+        self._version = version
+
+    def notify(self, method: str, body: bytes) -> None:
+        """POST the notification with its mirrored headers, in a task."""
+        self._era.notify(method, self._params, self._version, body)
+
+    def route(self, method: str) -> ModernRequest:
+        """The route of the request, its headers computed now."""
+        return ModernRequest(self._era, method, self._params, self._version)
+
+
+class ModernRequest(Route):
+    """A modern request: stateless, its headers fixed unless a HeaderMismatch makes the
+    transport relearn them."""
+
+    def __init__(self, era: ModernEra, method: str, params: dict[str, Any], version: str) -> None:
+        super().__init__(method)
+        self._era = era
+        self._params = params
+        self._version = version
+        self._headers = era.headers(method, params, version)
+
+    def headers(self) -> dict[str, str]:
+        return dict(self._headers)
+
+    async def should_retry(self, status: int, raw: bytes) -> bool:
+        """Retry a ``tools/call`` refused with HeaderMismatch once the tool's rules,
+        listed again, give other headers."""
+        if status != 400 or self.method != "tools/call" or _MISMATCH not in raw:
+            return False
+        fresh = await self._era.relearn(self._params, self._version, self._headers)  # the tool's schema may have changed
+        if fresh is None:
+            return False
+        self._headers = fresh
+        return True
+
+    async def stream_ended(self, resp: httpx.Response, parser: SSEParser, rid: RequestId) -> None:
+        """A modern stream is not resumable: the request fails."""
+        message = "The server closed the response stream before sending the response"
+        self._era.failures.fail(rid, message, {"status": resp.status_code})
+
+    def learn(self, result: msgspec.Raw, data: bytes) -> bytes:
+        if self.method == "tools/list":
+            return self._era.learn_listing(result, data)
+        return data
+
+    def cancel(self, task: asyncio.Task[None], body: bytes) -> None:
+        """Closing the response stream is the cancellation: the task is cancelled and
+        nothing is POSTed."""
+        task.cancel()

@@ -1,0 +1,63 @@
+"""POSTing the messages that get no response: notifications, and our answers to the
+server's requests. The server should answer 202; a refusal is logged, not reported,
+since nobody awaits these messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from ....protocol.errors import flatten_text
+from .connection import Connection
+from .exchange import HttpExchange, Lost
+from .settings import Settings
+from .wire import ERROR_BODY_LIMIT, EXCERPT
+
+__all__ = ["Notifier"]
+
+logger = logging.getLogger("mcpkit.http")
+
+
+class Notifier:
+    """Posts one message that expects no response, within ``notification_timeout``."""
+
+    def __init__(self, settings: Settings, http: HttpExchange, conn: Connection) -> None:
+        self._settings = settings
+        self._http = http
+        self._conn = conn
+
+    async def post(
+        self,
+        what: str,
+        body: bytes,
+        headers: Callable[[], dict[str, str]],
+        *,
+        then_cancel: asyncio.Task[None] | None = None,
+        on_accepted: Callable[[], None] | None = None,
+    ) -> None:
+        """POST ``body`` (``what`` names it in logs) with the headers ``headers()`` gives
+        when the POST starts; call ``on_accepted`` once the server took it; cancel
+        ``then_cancel`` when done, however it went. Never raises but ``CancelledError``:
+        a server that cannot be reached is reported as the connection lost, any other
+        failure is logged."""
+        try:
+            resp = await self._http.send("POST", headers(), body, self._settings.notification_timeout)
+            try:
+                if not 200 <= resp.status_code < 300:
+                    raw, _ = await self._http.read(resp, ERROR_BODY_LIMIT)
+                    excerpt = flatten_text(raw[: EXCERPT * 4], EXCERPT)
+                    logger.warning("the server refused %s: HTTP %d %s", what, resp.status_code, excerpt)
+                    return
+            finally:
+                await resp.aclose()
+            if on_accepted is not None:
+                on_accepted()
+        except Lost as exc:
+            self._conn.lost(str(exc))
+        except Exception:
+            logger.warning("could not send %s", what, exc_info=True)
+        finally:
+            if then_cancel is not None:
+                then_cancel.cancel()

@@ -1,0 +1,129 @@
+"""One request's exchange, from its POST to the response delivered in its place.
+
+The request's :class:`~.route.Route` (its era's part) says what to wait for, which
+headers to send, whether a refused POST is worth one more try and what an SSE response
+that ends early means; the runner does the rest the same way in both eras. Whatever
+happens, the awaiting caller gets a response: the server's, or an error made up in
+its place (docs/http.md, "The client side"); a server that cannot be reached ends the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ....protocol.errors import flatten_text
+from ....protocol.events import RequestId
+from ....protocol.sse import SSEParser
+from .connection import Connection
+from .exchange import HttpExchange, Lost, content_type
+from .failures import ExchangeFailed, Failures
+from .inbound import Inbound
+from .route import InFlight, Route
+from .settings import Settings
+from .streams import Streams
+from .wire import ERROR_BODY_LIMIT, EXCERPT, SSE
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["RequestRunner"]
+
+logger = logging.getLogger("mcpkit.http")
+
+
+class RequestRunner:
+    """Runs the exchange of each request the transport sends (one task per request)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        http: HttpExchange,
+        conn: Connection,
+        inbound: Inbound,
+        failures: Failures,
+        streams: Streams,
+        pending: dict[RequestId, InFlight],
+    ) -> None:
+        self._settings = settings
+        self._http = http
+        self._conn = conn
+        self._inbound = inbound
+        self._failures = failures
+        self._streams = streams
+        self._pending = pending
+
+    async def run(self, rid: RequestId, route: Route, body: bytes) -> None:
+        """POST request ``rid`` and deliver its response, or an error response in its
+        place; never raises but ``CancelledError``. Cancellation closes the response
+        stream (that is how a modern request is cancelled). The request leaves
+        ``pending`` when done."""
+        try:
+            await self._exchange(rid, route, body)
+        except Lost as exc:
+            self._conn.lost(str(exc))
+        except ExchangeFailed as exc:
+            self._failures.fail(rid, exc.message, exc.data)
+        except Exception as exc:
+            logger.exception("HTTP exchange for %s failed", route.method)
+            self._failures.fail(rid, flatten_text(f"HTTP transport error: {type(exc).__name__}: {exc}", EXCERPT))
+        finally:
+            entry = self._pending.get(rid)
+            if entry is not None and entry.task is asyncio.current_task():
+                del self._pending[rid]
+
+    async def _exchange(self, rid: RequestId, route: Route, body: bytes) -> None:
+        """POST, and once more if the route asks after a refusal. Raises
+        :class:`~.exchange.Lost`, :class:`~.failures.ExchangeFailed`, and whatever
+        httpx raises for a server too slow to answer."""
+        await route.ready()
+        for attempt in (1, 2):
+            resp = await self._http.send("POST", route.headers(), body)
+            try:
+                if 200 <= resp.status_code < 300:
+                    route.accepted(resp)
+                    await self._consume(resp, rid, route)
+                    return
+                raw, _ = await self._http.read(resp, ERROR_BODY_LIMIT)
+                if attempt == 2 or not await route.should_retry(resp.status_code, raw):
+                    self._failures.refused(rid, resp, raw)
+                    return
+            finally:
+                await resp.aclose()
+            await route.before_retry()
+
+    async def _consume(self, resp: httpx.Response, rid: RequestId, route: Route) -> None:
+        """Deliver the response to request ``rid`` from a 2xx (or an error standing in)."""
+        status = resp.status_code
+        if content_type(resp) == SSE:
+            await self._read_stream(resp, rid, route)
+            return
+        if status in (202, 204):
+            self._failures.fail(rid, f"HTTP {status}: the server sent no response to the request", {"status": status, "body": ""})
+            return
+        limit = self._settings.max_message_size
+        raw, complete = await self._http.read(resp, limit)
+        if not complete:
+            if len(raw) >= limit:
+                self._failures.fail(rid, f"The response exceeds the size limit of {limit} bytes", {"status": status})
+            else:
+                self._failures.fail_http(rid, resp, raw, "Connection lost while reading the response")
+            return
+        answered = self._inbound.deliver(raw, rid)
+        if answered is None:
+            self._failures.fail_http(rid, resp, raw, "Invalid JSON-RPC response")
+        elif not answered:
+            self._failures.fail_http(rid, resp, raw, "The response body is not the response to the request")
+
+    async def _read_stream(self, resp: httpx.Response, rid: RequestId, route: Route) -> None:
+        """Deliver an SSE response's events; if it ends before the response, the route
+        decides what that means."""
+        parser = SSEParser(self._settings.max_message_size)
+        try:
+            answered, _ = await self._streams.pump(resp, parser, rid)
+        except ValueError as exc:
+            self._failures.fail(rid, f"Invalid response stream: {exc}")
+            return
+        if not answered:
+            await route.stream_ended(resp, parser, rid)

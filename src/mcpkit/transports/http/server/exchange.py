@@ -1,0 +1,231 @@
+"""One request's exchange: running its handler and delivering what it sends — its
+notifications and, last, its response — on the HTTP response of its POST.
+
+Until the first message is ready the choice between JSON and SSE is open: a response
+alone goes out as JSON (unless ``json_response=False``), a notification first starts an
+SSE stream (unless ``json_response=True``, which drops notifications); see docs/http.md,
+"JSON or SSE responses". What differs between the eras is asked of the request's
+:class:`~mcpkit.protocol.eras.EraPolicy`: the HTTP status of an error response, whether
+a client disconnect cancels the handler, and whether the SSE stream is stored on a
+session stream so that the client can resume it with ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Final
+
+from ....protocol.engine import Engine
+from ....protocol.eras import EraPolicy
+from ....protocol.events import RequestReceived
+from ....protocol.sse import encode_event
+from ....runtime.outbound import Notifier
+from ....runtime.outcome import run_request
+from ...base import RequestHandler
+from .asgi import Receive, Send, end_body, send_empty, send_frame, send_json, start_sse, wait_disconnect
+from .sessions import HttpSession
+from .streams import SseStream
+
+__all__ = ["Exchange"]
+
+
+# --- what the handler and the connection report, in order -------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Note:
+    """A notification the handler sent (one SSE event; more follow)."""
+
+    message: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """The request's response (None if the request was withdrawn meanwhile) and the
+    HTTP status of a JSON reply carrying it. Nothing follows."""
+
+    message: bytes | None
+    status: int
+
+
+class _Cancelled:
+    """The handler was cancelled: there is no response."""
+
+
+class _ClientGone:
+    """The client disconnected."""
+
+
+_CANCELLED: Final = _Cancelled()
+_CLIENT_GONE: Final = _ClientGone()
+
+_Item = _Note | _Answer | _Cancelled | _ClientGone
+
+
+def _message_of(item: _Item) -> bytes | None:
+    return item.message if isinstance(item, (_Note, _Answer)) else None
+
+
+# --- the exchange ---------------------------------------------------------------------------------
+
+
+class Exchange:
+    """One request: its handler task, and the delivery of its messages as JSON or SSE.
+
+    ``server_session`` is the per-connection state the handler is given. ``session`` is
+    the legacy session the request runs in, if any: when ``policy.resumable_streams`` an
+    SSE response is stored on a new stream of that session, so it is then required
+    (``ValueError`` without one); otherwise SSE events are written straight to the
+    connection.
+    """
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        engine: Engine,
+        request: RequestReceived,
+        *,
+        policy: EraPolicy,
+        server_session: object,
+        json_response: bool | None,
+        session: HttpSession | None = None,
+    ) -> None:
+        self._stored_in = session if policy.resumable_streams else None
+        if policy.resumable_streams and self._stored_in is None:
+            raise ValueError("resumable SSE streams need the legacy session to store them on")
+        self._handler = handler
+        self._engine = engine
+        self._request = request
+        self._policy = policy
+        self._server_session = server_session
+        self._json_response = json_response
+        self._items: asyncio.Queue[_Item] = asyncio.Queue()
+        self._stream: SseStream | None = None  # once set, the handler's messages go there
+
+    async def run(self, receive: Receive, send: Send) -> None:
+        """Run the handler and answer this POST on ``send``.
+
+        Returns when the response is complete or the client has gone. Then, or if the
+        caller is cancelled, a handler still running is cancelled if the policy says a
+        disconnect cancels it; otherwise it runs on, and its messages keep going to the
+        stored stream (if the response became one) for the client to resume.
+        """
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self._handle())
+        self._engine.attach(self._request.id, task)
+        watcher = loop.create_task(wait_disconnect(receive))
+        watcher.add_done_callback(lambda _: self._items.put_nowait(_CLIENT_GONE))
+        try:
+            await self._deliver(send, watcher)
+        finally:
+            watcher.cancel()
+            if self._policy.cancel_on_disconnect and not task.done():
+                task.cancel()
+
+    # --- the handler's side ---------------------------------------------------------------------
+
+    async def _handle(self) -> None:
+        """Run the handler and report its outcome. On cancellation the request is
+        abandoned (no response), :data:`_CANCELLED` is reported and ``CancelledError``
+        propagates."""
+        request = self._request
+        outbound = Notifier(self._notify)
+        try:
+            message, error = await run_request(
+                self._engine,
+                request.id,
+                request.method,
+                lambda: self._handler.handle(
+                    request.id, request.method, request.params, session=self._server_session, outbound=outbound
+                ),
+            )
+        except asyncio.CancelledError:
+            self._emit(_CANCELLED)
+            raise
+        self._emit(_Answer(message, 200 if error is None else self._policy.error_status(error)))
+
+    def _notify(self, method: str, params: object) -> None:
+        if self._json_response is not True:
+            self._emit(_Note(self._engine.notification(method, params)))
+
+    def _emit(self, item: _Item) -> None:
+        """Report ``item``: queued for the connection until the response is routed to a
+        stored stream, then put on that stream (anything but a note ends it)."""
+        stream = self._stream
+        if stream is None:
+            self._items.put_nowait(item)
+            return
+        message = _message_of(item)
+        if message is not None:
+            stream.put(message)
+        if not isinstance(item, _Note):
+            stream.put(None)
+
+    # --- the connection's side ------------------------------------------------------------------
+
+    async def _deliver(self, send: Send, watcher: asyncio.Task[None]) -> None:
+        """Answer according to the first item: nothing if the client has gone, 204 if
+        the handler was cancelled, JSON for a lone response, else an SSE stream."""
+        first = await self._items.get()
+        if isinstance(first, _ClientGone):
+            return
+        if isinstance(first, _Cancelled):
+            await send_empty(send, 204)
+            return
+        if isinstance(first, _Answer) and self._json_response is not False:
+            await send_json(send, first.status, first.message or b"")
+            return
+        await start_sse(send)
+        if self._stored_in is None:
+            await self._stream_direct(send, first)
+        else:
+            await self._stream_stored(send, first, self._stored_in, watcher)
+
+    async def _stream_direct(self, send: Send, item: _Item) -> None:
+        """SSE written straight to the connection: each message as it comes, until the
+        response (or the cancellation) ends the stream or the client goes."""
+        while not isinstance(item, _ClientGone):
+            message = _message_of(item)
+            if message:
+                await send_frame(send, encode_event(message))
+            if not isinstance(item, _Note):
+                await end_body(send)
+                return
+            item = await self._items.get()
+
+    async def _stream_stored(self, send: Send, first: _Note | _Answer, session: HttpSession, watcher: asyncio.Task[None]) -> None:
+        """SSE through a new stored stream of ``session``: every message is stored with
+        an event id, and forwarded to this connection while it lasts."""
+        stream = session.new_stream()
+        sink = stream.attach()
+        if session.primes_streams:
+            await send_frame(send, await stream.prime())
+        backlog: list[_Item] = [first]
+        while not self._items.empty():
+            item = self._items.get_nowait()
+            if not isinstance(item, _ClientGone):
+                backlog.append(item)
+        self._stream = stream  # from here on every message goes to the stored stream, in order
+        for item in backlog:
+            self._emit(item)
+        try:
+            await _forward(sink, send, watcher)
+        finally:
+            stream.detach(sink)
+
+
+async def _forward(sink: asyncio.Queue[bytes | None], send: Send, watcher: asyncio.Task[None]) -> None:
+    """Write a stored stream's frames from ``sink`` to this connection until the stream
+    ends (``None``: the body is ended) or ``watcher`` (the client's disconnect) finishes."""
+    while True:
+        getter = asyncio.ensure_future(sink.get())
+        done, _ = await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if getter not in done:
+            getter.cancel()
+            return
+        frame = getter.result()
+        if frame is None:
+            await end_body(send)
+            return
+        await send_frame(send, frame)

@@ -1,0 +1,274 @@
+"""The legacy era (2025-11-25 back to 2024-11-05) over Streamable HTTP: sessions.
+
+``initialize`` mints an ``Mcp-Session-Id`` that later requests must carry; a request
+runs in its session and is answered on its POST's response, which as an SSE stream is
+stored so that the client can resume it; ``GET`` opens the session's stream for
+server-initiated messages or, with ``Last-Event-ID``, resumes a stream; ``DELETE`` ends
+the session (docs/http.md, "Legacy sessions and resumable streams"). Notifications and
+responses POSTed outside any session are answered here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from ....protocol import meta as meta_keys
+from ....protocol.engine import Engine
+from ....protocol.eras import LEGACY
+from ....protocol.errors import INVALID_PARAMS, McpError
+from ....protocol.events import CancelReceived, Event, NotificationReceived, RequestReceived, ResponseReceived
+from ....protocol.sse import KEEPALIVE, encode_event
+from ....protocol.versions import supports
+from ....runtime.outbound import DROP
+from ....runtime.outcome import deliver, run_request
+from ...base import RequestHandler
+from .asgi import (
+    Headers,
+    Receive,
+    Reject,
+    Send,
+    accepts,
+    end_body,
+    json_error,
+    send_empty,
+    send_frame,
+    send_json,
+    start_sse,
+    wait_disconnect,
+)
+from .exchange import Exchange
+from .sessions import HttpSession, SessionManager
+from .streams import EventStore, SseStream
+
+__all__ = ["LegacyEndpoint"]
+
+
+def _refuse_modern_version_header(headers: Headers, request: RequestReceived) -> None:
+    """Raises :class:`Reject` (400, -32602) for a request whose ``MCP-Protocol-Version``
+    names a revision whose requests carry their version in ``_meta``, when this one's
+    ``_meta`` did not (``initialize`` excepted)."""
+    version = headers.get("mcp-protocol-version")
+    if version is not None and supports(version, "request-meta") and request.method != "initialize":
+        err = McpError(
+            INVALID_PARAMS, f"Invalid params: _meta is missing required field {meta_keys.PROTOCOL_VERSION}", status=400
+        )
+        raise Reject(400, str(err), body=json_error(request.id, err))
+
+
+def _check_session_version_header(headers: Headers) -> None:
+    """Raises :class:`Reject` (400) if ``MCP-Protocol-Version`` is sent and names no
+    revision that has sessions."""
+    version = headers.get("mcp-protocol-version")
+    if version is not None and not supports(version, "sessions"):
+        raise Reject(400, f"Bad Request: unsupported MCP-Protocol-Version {version[:64]!r}")
+
+
+class LegacyEndpoint:
+    """Serves the legacy era: POSTs in (or creating) a session, GET streams, DELETE."""
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        sessions: SessionManager,
+        store: EventStore,
+        *,
+        json_response: bool | None,
+        keepalive_interval: float,
+    ) -> None:
+        self._handler = handler
+        self._sessions = sessions
+        self._store = store
+        self._json_response = json_response
+        self._keepalive_interval = keepalive_interval
+
+    def _live(self, session_id: str) -> HttpSession:
+        """The live session ``session_id``; raises :class:`Reject` (404) if there is none."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise Reject(404, "Not Found: unknown or ended session")
+        return session
+
+    # --- POST -------------------------------------------------------------------------------
+
+    async def post(
+        self,
+        receive: Receive,
+        send: Send,
+        headers: Headers,
+        session_id: str | None,
+        session: HttpSession | None,
+        engine: Engine,
+        ev: Event | None,
+    ) -> None:
+        """Serve a POSTed message that is not a modern request. ``session`` is the live
+        session ``session_id`` names (None if it names none), ``engine`` the one that
+        parsed ``ev`` (the session's, or a fresh one); ``ev`` None is a message to ignore.
+
+        Raises :class:`Reject`: 404 for an unknown session; 400 for a missing session or
+        an unsupported ``MCP-Protocol-Version``; 503 when ``initialize`` finds the
+        sessions full.
+        """
+        if not isinstance(ev, RequestReceived):
+            await self._message(send, session_id, session, ev)
+        elif session is not None:
+            await self._request(receive, send, headers, session, engine, ev)
+        elif ev.method == "initialize":
+            await self._initialize(send, engine, ev)
+        elif session_id:
+            raise Reject(404, "Not Found: unknown or ended session")
+        else:
+            _refuse_modern_version_header(headers, ev)
+            raise Reject(400, "Bad Request: missing Mcp-Session-Id header")
+
+    async def _initialize(self, send: Send, engine: Engine, request: RequestReceived) -> None:
+        """Run ``initialize`` and, if it succeeds, mint the session its response names
+        in ``Mcp-Session-Id``. Raises :class:`Reject` (503, ``Retry-After``) when
+        ``max_sessions`` sessions are live. On cancellation the request is abandoned."""
+        server_session = self._handler.new_session()
+        message, error = await run_request(
+            engine,
+            request.id,
+            request.method,
+            lambda: self._handler.handle(request.id, request.method, request.params, session=server_session, outbound=DROP),
+        )
+        if error is not None:
+            await send_json(send, LEGACY.error_status(error), message or b"")
+            return
+        session = HttpSession(SessionManager.new_id(), server_session, self._store, self._handler.max_error_text)
+        if not self._sessions.add(session):
+            raise Reject(503, "Service Unavailable: too many sessions", [(b"retry-after", b"5")])
+        await send_json(send, 200, message or b"", [(b"mcp-session-id", session.id.encode())])
+
+    async def _request(
+        self, receive: Receive, send: Send, headers: Headers, session: HttpSession, engine: Engine, request: RequestReceived
+    ) -> None:
+        """Run ``request`` in ``session``; the session is busy (never reaped) meanwhile.
+        The handler runs on if the client disconnects."""
+        _refuse_modern_version_header(headers, request)
+        _check_session_version_header(headers)
+        exchange = Exchange(
+            self._handler,
+            engine,
+            request,
+            policy=LEGACY,
+            server_session=session.server_session,
+            json_response=self._json_response,
+            session=session,
+        )
+        session.busy += 1
+        try:
+            await exchange.run(receive, send)
+        finally:
+            session.busy -= 1
+            session.touch()
+
+    async def _message(self, send: Send, session_id: str | None, session: HttpSession | None, ev: Event | None) -> None:
+        """A notification or a response: 202 Accepted. In a session, a cancellation
+        cancels the request's handler and a response wakes whoever awaits it. Raises
+        :class:`Reject`: 404 for an unknown session; 400 for a response outside any."""
+        if session is not None:
+            if isinstance(ev, CancelReceived):
+                if isinstance(ev.handle, asyncio.Task):
+                    ev.handle.cancel()
+            elif isinstance(ev, ResponseReceived):
+                deliver(ev)
+        elif session_id:
+            raise Reject(404, "Not Found: unknown or ended session")
+        elif not (isinstance(ev, NotificationReceived) or ev is None):
+            raise Reject(400, "Bad Request: missing Mcp-Session-Id header")
+        await send_empty(send, 202)
+
+    # --- GET and DELETE -----------------------------------------------------------------------
+
+    async def get(self, receive: Receive, send: Send, headers: Headers) -> None:
+        """Open the session's stream for server-initiated messages (one at a time), or
+        resume a stream after ``Last-Event-ID``; either lasts until the client goes.
+
+        Raises :class:`Reject`: 406 if ``Accept`` excludes SSE; 405 without a session;
+        404 for an unknown session or event id; 400 for an unsupported
+        ``MCP-Protocol-Version``; 409 if the session's stream is already open.
+        """
+        accept = headers.get("accept")
+        if accept is not None and not accepts(accept, "text/event-stream"):
+            raise Reject(406, "Not Acceptable: Accept must allow text/event-stream")
+        session_id = headers.get("mcp-session-id")
+        if not session_id:
+            raise Reject(405, "Method Not Allowed: GET needs a legacy session", [(b"allow", b"POST")])
+        session = self._live(session_id)
+        _check_session_version_header(headers)
+        last_event_id = headers.get("last-event-id")
+        if last_event_id:
+            await self._resume(receive, send, session, last_event_id)
+            return
+        stream = session.standalone_stream()
+        if stream.attached:
+            raise Reject(409, "Conflict: this session already has a GET stream open")
+        sink = stream.attach()
+        # Flush the headers at once; with an id to resume from where the revision primes streams.
+        first = await stream.prime() if session.primes_streams else b": stream open\n\n"
+        await _pipe(receive, send, stream, sink, first, self._keepalive_interval)
+
+    async def _resume(self, receive: Receive, send: Send, session: HttpSession, last_event_id: str) -> None:
+        """Replay the events after ``last_event_id``, then go on live if its stream is
+        still open. Raises :class:`Reject` (404) if the store no longer knows the id or
+        it is not this session's."""
+        frames: list[bytes] = []
+
+        async def collect(frame: bytes) -> None:
+            frames.append(frame)
+
+        stream = session.stream_for_event(last_event_id)
+        if stream is not None:
+            sink = await stream.resume(last_event_id, collect)
+            if sink is None:
+                raise Reject(404, "Not Found: unknown Last-Event-ID")
+            await _pipe(receive, send, stream, sink, b"".join(frames), self._keepalive_interval)
+            return
+
+        async def replay(event_id: str, message: bytes) -> None:
+            if message:
+                frames.append(encode_event(message, event_id=event_id))
+
+        if await self._store.replay_events_after(last_event_id, replay) is None or not last_event_id.startswith(session.id):
+            raise Reject(404, "Not Found: unknown Last-Event-ID")
+        await start_sse(send)
+        await end_body(send, b"".join(frames))
+
+    async def delete(self, send: Send, headers: Headers) -> None:
+        """End the session. Raises :class:`Reject`: 405 without a session, 404 for an
+        unknown one."""
+        session_id = headers.get("mcp-session-id")
+        if not session_id:
+            raise Reject(405, "Method Not Allowed: DELETE ends a legacy session", [(b"allow", b"POST")])
+        if self._sessions.remove(session_id) is None:
+            raise Reject(404, "Not Found: unknown or ended session")
+        await send_empty(send, 200)
+
+
+async def _pipe(
+    receive: Receive, send: Send, stream: SseStream, sink: asyncio.Queue[bytes | None], first: bytes, keepalive_interval: float
+) -> None:
+    """Answer with ``stream``: ``first``, then its frames from ``sink``, until the stream
+    ends or the client goes away; a keep-alive comment every ``keepalive_interval``
+    seconds while idle. The connection is detached from the stream on return."""
+    watcher = asyncio.get_running_loop().create_task(wait_disconnect(receive))
+    try:
+        await start_sse(send)
+        if first:
+            await send_frame(send, first)
+        while not watcher.done():
+            getter = asyncio.ensure_future(sink.get())
+            done, _ = await asyncio.wait({getter, watcher}, timeout=keepalive_interval, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                if not watcher.done():
+                    await send_frame(send, KEEPALIVE)
+                continue
+            frame = getter.result()
+            if frame is None:
+                break
+            await send_frame(send, frame)
+        await end_body(send)
+    finally:
+        watcher.cancel()
+        stream.detach(sink)

@@ -1,0 +1,78 @@
+"""The modern era (2026-07-28) over Streamable HTTP: recognising a modern request, and
+serving it statelessly.
+
+A modern request names its protocol version in ``params._meta``; its mirrored headers
+(``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``) are checked
+against the body, then it is run on its own and answered on its POST's response. There
+is no session, no ``GET`` stream and no ``DELETE`` (docs/http.md, "One endpoint, two
+eras").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ....protocol import meta as meta_keys
+from ....protocol.engine import Engine
+from ....protocol.eras import MODERN
+from ....protocol.errors import McpError
+from ....protocol.events import RequestReceived
+from ....protocol.headers import check_request_headers
+from ....protocol.types import Params
+from ....protocol.versions import supports
+from ...base import RequestHandler
+from .asgi import Headers, Receive, Send, json_error, send_json
+from .exchange import Exchange
+
+__all__ = ["meta_protocol_version", "ModernEndpoint"]
+
+_decode_meta = msgspec.json.Decoder(Params).decode
+
+
+def meta_protocol_version(request: RequestReceived) -> Any:
+    """The protocol version ``request`` names in ``params._meta`` (any JSON value), or
+    None if it names none — then it is not a modern request. A malformed ``_meta``
+    names none here; the dispatcher answers it with -32602."""
+    try:
+        meta = _decode_meta(request.params).meta if request.params else None
+    except msgspec.ValidationError:
+        meta = None
+    return meta.get(meta_keys.PROTOCOL_VERSION) if isinstance(meta, dict) else None
+
+
+class ModernEndpoint:
+    """Serves modern requests: each POST stands alone, with fresh server-side state."""
+
+    def __init__(self, handler: RequestHandler, *, json_response: bool | None) -> None:
+        self._handler = handler
+        self._json_response = json_response
+
+    async def request(
+        self, receive: Receive, send: Send, headers: Headers, engine: Engine, request: RequestReceived, version: Any
+    ) -> None:
+        """Check the mirrored headers and run ``request`` (``version`` is what its
+        ``_meta`` names), answering on ``send``.
+
+        A header that disagrees with the body is answered with -32020 and HTTP 400. A
+        version we do not speak is checked only when ``MCP-Protocol-Version`` differs
+        from it (a mismatch wins); otherwise the dispatcher answers -32022, listing the
+        versions we speak. The handler is cancelled if the client disconnects.
+        """
+        known = isinstance(version, str) and supports(version, "request-meta")
+        try:
+            if known or headers.get("mcp-protocol-version") != version:
+                check_request_headers(headers, request.method, request.params, version, self._handler.header_rules)
+        except McpError as err:
+            await send_json(send, MODERN.error_status(err), json_error(request.id, err))
+            return
+        exchange = Exchange(
+            self._handler,
+            engine,
+            request,
+            policy=MODERN,
+            server_session=self._handler.new_session(),
+            json_response=self._json_response,
+        )
+        await exchange.run(receive, send)
