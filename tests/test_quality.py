@@ -1,4 +1,5 @@
-"""Static checks run as part of the suite: ruff and mypy --strict must be clean."""
+"""Static checks run as part of the suite: ruff, mypy --strict and the import-linter
+layering contracts must be clean."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ and shared: :data:`MODERN` (2026-07-28) and :data:`LEGACY` (2025-11-25 back to
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Final
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -20,7 +20,17 @@ from .types import Cacheable, Result
 from .versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Era
 from .wire_errors import legacy_status_error, modern_status_error
 
-__all__ = ["EraPolicy", "MODERN", "LEGACY", "policy_for"]
+__all__ = ["EraPolicy", "CachePolicy", "MODERN", "LEGACY"]
+
+
+class CachePolicy(Protocol):
+    """A server's defaults for the caching fields of modern results."""
+
+    @property
+    def cache_ttl_ms(self) -> int: ...
+
+    @property
+    def cache_scope(self) -> Literal["public", "private"]: ...
 
 
 class EraPolicy(ABC):
@@ -45,10 +55,6 @@ class EraPolicy(ABC):
     #: Methods that exist only in the other era (answered -32601 here).
     foreign_methods: frozenset[str]
 
-    def serves(self, method: str) -> bool:
-        """Whether a request for ``method`` can be served in this era at all."""
-        return method not in self.foreign_methods
-
     @abstractmethod
     def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
         """The error for a handler exception that carries an HTTP status."""
@@ -57,8 +63,9 @@ class EraPolicy(ABC):
     def error_status(self, error: McpError) -> int:
         """The HTTP status of a JSON response carrying ``error``."""
 
-    def finish_result(self, result: Any, *, server_meta: dict[str, Any], ttl_ms: int, cache_scope: str) -> Any:
-        """A handler's result as this era puts it on the wire."""
+    def finish_result(self, result: Any, server_meta: dict[str, Any], cache: CachePolicy) -> Any:
+        """A handler's result as this era puts it on the wire; ``cache`` gives the
+        server's default ``ttl_ms`` and ``cache_scope``."""
         return result
 
     def __repr__(self) -> str:
@@ -81,7 +88,7 @@ class _Modern(EraPolicy):
     def error_status(self, error: McpError) -> int:
         return error.http_status
 
-    def finish_result(self, result: Any, *, server_meta: dict[str, Any], ttl_ms: int, cache_scope: str) -> Any:
+    def finish_result(self, result: Any, server_meta: dict[str, Any], cache: CachePolicy) -> Any:
         """Every result says ``resultType: "complete"`` and names the server in
         ``_meta``; cacheable results get the server's TTL and scope unless they set
         their own."""
@@ -92,8 +99,8 @@ class _Modern(EraPolicy):
                     result,
                     result_type="complete",
                     meta=meta,
-                    ttl_ms=ttl_ms if result.ttl_ms is msgspec.UNSET else result.ttl_ms,
-                    cache_scope=cache_scope if result.cache_scope is msgspec.UNSET else result.cache_scope,
+                    ttl_ms=cache.cache_ttl_ms if result.ttl_ms is msgspec.UNSET else result.ttl_ms,
+                    cache_scope=cache.cache_scope if result.cache_scope is msgspec.UNSET else result.cache_scope,
                 )
             return msgspec.structs.replace(result, result_type="complete", meta=meta)
         if isinstance(result, dict):
@@ -123,8 +130,3 @@ class _Legacy(EraPolicy):
 
 MODERN: Final[EraPolicy] = _Modern()
 LEGACY: Final[EraPolicy] = _Legacy()
-
-
-def policy_for(era: Era) -> EraPolicy:
-    """The policy of ``era``."""
-    return MODERN if era == "modern" else LEGACY

@@ -31,7 +31,7 @@ from ..protocol.events import (
 )
 from ..protocol.framing import OVERSIZED
 from .channel import Transport
-from .outcome import deliver, fail_waiters, run_request
+from .outcome import deliver, fail_waiters, respond, respond_failure
 
 __all__ = ["Peer", "ProgressCallback", "check_timeout"]
 
@@ -137,7 +137,17 @@ class Peer:
             logger.exception("progress callback failed")
 
     async def _serve(self, ev: RequestReceived) -> None:
-        data, _ = await run_request(self.engine, ev.id, ev.method, lambda: self._on_request(ev))
+        # run_request's steps, inlined: this is every request's path on stdio.
+        engine, rid = self.engine, ev.id
+        try:
+            result = await self._on_request(ev)
+        except asyncio.CancelledError:
+            engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
+            raise
+        except BaseException as exc:  # of any type: only this request fails
+            data, _ = respond_failure(engine, rid, ev.method, exc)
+        else:
+            data, _ = respond(engine, rid, ev.method, result)
         if data is not None:  # the transport drops it if it can no longer write
             self.transport.send(data)
             await self.transport.drain()

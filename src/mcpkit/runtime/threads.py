@@ -16,7 +16,7 @@ import inspect
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["run_sync", "is_async_callable", "call_handler"]
@@ -101,11 +101,12 @@ def is_async_callable(fn: Any) -> bool:
     return not inspect.isroutine(fn) and callable(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
-async def call_handler(fn: Callable[..., Any], is_async: bool, /, *args: Any, **kwargs: Any) -> Any:
-    """Call user code the way its kind needs: ``await fn(...)`` when ``is_async`` (see
-    :func:`is_async_callable`, decided once at registration), else on a worker thread
-    via :func:`run_sync`. Exceptions propagate; on cancellation a thread runs on and
-    its result is dropped."""
+def call_handler(fn: Callable[..., Any], is_async: bool, /, *args: Any, **kwargs: Any) -> Awaitable[Any]:
+    """Call user code the way its kind needs, returning what to await: ``fn(...)``
+    itself when ``is_async`` (see :func:`is_async_callable`, decided once at
+    registration), else :func:`run_sync` on a worker thread. Not a coroutine itself,
+    so awaiting it adds no frame on the hot path. Exceptions propagate when awaited; on
+    cancellation a thread runs on and its result is dropped."""
     if is_async:
-        return await fn(*args, **kwargs)
-    return await run_sync(fn, *args, **kwargs)
+        return fn(*args, **kwargs)  # type: ignore[no-any-return]
+    return run_sync(fn, *args, **kwargs)

@@ -122,7 +122,7 @@ class Context:
         self._log_level = log_level
         self._max_text = max_text
         token = meta.get(meta_keys.PROGRESS_TOKEN)
-        self._progress_token = token if is_request_id(token) else None
+        self._progress_token = token if token is not None and is_request_id(token) else None
         self._last_progress: float | None = None
         self._done = False
         self._session = session

@@ -87,22 +87,11 @@ def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
         raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 512)}") from None
 
 
-class _Resolved:
-    """Who is asking, in which era (the outcome of era resolution)."""
+#: Who is asking, in which era: (policy, protocol version, client capabilities, client
+#: info, log level) — the outcome of era resolution (a tuple: built per request).
+_Resolved = tuple[EraPolicy, str, dict[str, Any], Implementation | None, str | None]
 
-    __slots__ = ("caps", "info", "level", "policy", "version")
-
-    def __init__(
-        self, policy: EraPolicy, version: str, caps: dict[str, Any], info: Implementation | None, level: str | None
-    ) -> None:
-        self.policy = policy
-        self.version = version
-        self.caps = caps
-        self.info = info
-        self.level = level
-
-
-_UNINITIALIZED: Final = _Resolved(LEGACY, "", {}, None, None)
+_UNINITIALIZED: Final[_Resolved] = (LEGACY, "", {}, None, None)
 #: What a server restricted to some eras (``Server(eras=...)``) offers.
 _VERSIONS: Final = {"dual": SUPPORTED_PROTOCOL_VERSIONS, "modern": MODERN_PROTOCOL_VERSIONS, "legacy": LEGACY_PROTOCOL_VERSIONS}
 
@@ -132,9 +121,8 @@ class Dispatcher:
         except msgspec.ValidationError:
             raise McpError(INVALID_PARAMS, "Invalid params: _meta must be an object") from None
         meta = meta if isinstance(meta, dict) else {}
-        who = self._resolve(method, meta, session)
-        policy = who.policy
-        if not policy.serves(method):
+        policy, version, caps, info, level = self._resolve(method, meta, session)
+        if method in policy.foreign_methods:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         if method == "initialize":  # the handshake: no handler, no middleware
             return self._initialize(raw_params, session)
@@ -143,35 +131,34 @@ class Dispatcher:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         params_type, handler = spec
         params = _decode(raw_params, params_type)
-        settings = self.registry.settings
+        registry = self.registry
+        settings = registry.settings
         ctx = Context(
             request_id=request_id,
             method=method,
             policy=policy,
-            protocol_version=who.version,
-            client_info=who.info,
-            client_capabilities=who.caps,
+            protocol_version=version,
+            client_info=info,
+            client_capabilities=caps,
             meta=meta,
             raw_params=raw_params,
             outbound=outbound,
-            log_level=who.level,
+            log_level=level,
             session=session,
             max_text=settings.max_error_text,
         )
         try:
-            if self.registry.middleware:
-                result = await self._through_middleware(ctx, lambda: handler(self.registry, ctx, params))
+            if registry.middleware:
+                result = await self._through_middleware(ctx, lambda: handler(registry, ctx, params))
             else:
-                result = await handler(self.registry, ctx, params)
+                result = await handler(registry, ctx, params)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # of any type: only this request fails
             raise self._wire_error(exc, policy, method) from None
         finally:
             ctx._finish()
-        return policy.finish_result(
-            result, server_meta=self._server_meta, ttl_ms=settings.cache_ttl_ms, cache_scope=settings.cache_scope
-        )
+        return policy.finish_result(result, self._server_meta, settings)
 
     def _wire_error(self, exc: BaseException, policy: EraPolicy, method: str) -> McpError:
         """The error to answer with for an exception from a handler or middleware."""
@@ -200,9 +187,7 @@ class Dispatcher:
         if method == "initialize" or (method == "ping" and eras != "modern" and not session.initialized):
             return _UNINITIALIZED
         if session.initialized and eras != "modern":
-            return _Resolved(
-                LEGACY, session.protocol_version, session.client_capabilities, session.client_info, session.log_level
-            )
+            return LEGACY, session.protocol_version, session.client_capabilities, session.client_info, session.log_level
         if eras == "modern" or method in LEGACY.foreign_methods:
             # only a modern request can mean this: it lacks its required _meta field
             raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {meta_keys.PROTOCOL_VERSION}")
@@ -230,7 +215,7 @@ class Dispatcher:
             client = msgspec.convert(info, Implementation) if isinstance(info, dict) else None
         except msgspec.ValidationError:
             client = None
-        return _Resolved(MODERN, version, caps, client, level)
+        return MODERN, version, caps, client, level
 
     def _initialize(self, raw: msgspec.Raw, session: Session) -> InitializeResult:
         params = _decode(raw, InitializeParams)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import msgspec
 
@@ -40,6 +40,29 @@ __all__ = ["Server", "Middleware", "CallNext"]
 log = logging.getLogger("mcpkit.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+class _Setting(Generic[T]):
+    """A ``Server`` attribute kept in its :class:`Settings`, where request handling
+    reads it: changing the attribute changes what later requests see."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> _Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: Server, objtype: type | None = None) -> T: ...
+
+    def __get__(self, obj: Server | None, objtype: type | None = None) -> T | _Setting[T]:
+        if obj is None:
+            return self
+        return getattr(obj._registry.settings, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, obj: Server, value: T) -> None:
+        setattr(obj._registry.settings, self.name, value)
 
 
 class Server:
@@ -50,6 +73,14 @@ class Server:
     ``"Internal error"`` (for development); ``mask_tool_errors=True`` hides tool
     exception text behind a reference id.
     """
+
+    eras = _Setting[Literal["dual", "modern", "legacy"]]()
+    expose_internal_errors = _Setting[bool]()
+    mask_tool_errors = _Setting[bool]()
+    max_error_text = _Setting[int]()
+    page_size = _Setting[int]()
+    cache_ttl_ms = _Setting[int]()
+    cache_scope = _Setting[Literal["public", "private"]]()
 
     def __init__(
         self,
@@ -77,14 +108,7 @@ class Server:
             raise ValueError("page_size must be positive")
         self.info = Implementation(name=name, version=version, title=title, website_url=website_url)
         self.instructions = instructions
-        self.eras = eras
-        self.expose_internal_errors = expose_internal_errors
-        self.mask_tool_errors = mask_tool_errors
-        self.max_error_text = max_error_text
-        self.page_size = page_size
         self.max_message_size = max_message_size
-        self.cache_ttl_ms = cache_ttl_ms
-        self.cache_scope = cache_scope
         self.shutdown_grace = shutdown_grace
         settings = Settings(
             eras=eras,

@@ -32,7 +32,7 @@ from ...protocol.types import (
     ToolAnnotations,
 )
 from ...protocol.wire_errors import has_status
-from ...runtime.threads import call_handler, is_async_callable
+from ...runtime.threads import is_async_callable, run_sync
 from ..context import Context, callable_name, callable_target, context_param
 from ..schema import converter_for, is_structured, parse_docstring, type_schema
 from ..validate import SchemaError, Validator, compile_schema
@@ -129,7 +129,8 @@ class ToolDef:
         else:
             args, kwargs = (), self._bind(arguments, ctx, limit)
         try:
-            value = await call_handler(self.fn, self.is_async, *args, **kwargs)
+            # call_handler's choice, inlined: this is every tool call's path
+            value = await (self.fn(*args, **kwargs) if self.is_async else run_sync(self.fn, *args, **kwargs))
         except McpError:
             raise
         except ToolError as exc:

@@ -136,9 +136,7 @@ class Exchange:
                 self._engine,
                 request.id,
                 request.method,
-                lambda: self._handler.handle(
-                    request.id, request.method, request.params, session=self._server_session, outbound=outbound
-                ),
+                self._handler.handle(request.id, request.method, request.params, session=self._server_session, outbound=outbound),
             )
         except asyncio.CancelledError:
             self._emit(_CANCELLED)
