@@ -147,7 +147,10 @@ class Peer:
         except BaseException as exc:  # of any type: only this request fails
             data, _ = respond_failure(engine, rid, ev.method, exc)
         else:
-            data, _ = respond(engine, rid, ev.method, result)
+            try:
+                data = engine.respond(rid, result)
+            except (TypeError, ValueError, msgspec.EncodeError):
+                data, _ = respond(engine, rid, ev.method, result)  # logs it, answers -32603
         if data is not None:  # the transport drops it if it can no longer write
             self.transport.send(data)
             await self.transport.drain()
