@@ -12,7 +12,9 @@ Rules it enforces:
 * a request we cancelled, or whose deadline passed, is forgotten: its late response is
   ignored, and a cancellation is announced only if the request was actually written;
 * a request the peer cancelled gets no response (:meth:`Engine.respond` returns None);
-* malformed input yields an error reply (-32700 / -32600) or is ignored, never raises.
+* malformed input yields an error reply (-32700 / -32600) or is ignored, never raises:
+  JSON nested deeper than the decoder's recursion limit is a parse error with id null
+  (the id cannot be read without decoding what holds it).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class _CancelNote(msgspec.Struct, rename="camel"):
 
 _decode_progress: Final = msgspec.json.Decoder(_ProgressNote).decode
 _decode_cancel: Final = msgspec.json.Decoder(_CancelNote).decode
+
+#: What decoding hostile bytes can raise: not JSON (``DecodeError``, which includes
+#: ``ValidationError``), not UTF-8, or nested deeper than the decoder recurses.
+_UNREADABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 
 def is_request_id(rid: Any) -> bool:
@@ -249,6 +255,8 @@ class Engine:
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # not JSON, or not UTF-8
             text = flatten_text(str(exc), self.max_error_text)
             return Reply(_error_bytes(None, PARSE_ERROR, f"Parse error: {text}"))
+        except RecursionError:  # nested deeper than the decoder goes
+            return Reply(_error_bytes(None, PARSE_ERROR, "Parse error: JSON nested too deeply"))
         rid = env.id
         has_id = rid is not UNSET
         reply_id = rid if is_request_id(rid) else None  # the id to answer an invalid message with
@@ -302,7 +310,11 @@ class Engine:
         try:
             obj = msgspec.convert(error, _ErrorObject)
         except msgspec.ValidationError:
-            return McpError(-32603, "Malformed error response from peer", {"error": flatten_text(repr(error), 256)})
+            try:
+                text = flatten_text(repr(error), 256)
+            except RecursionError:  # nested nearly as deep as the decoder goes, and the stack is deeper now
+                text = "(nested too deeply to show)"
+            return McpError(-32603, "Malformed error response from peer", {"error": text})
         message = flatten_text(obj.message, self.max_error_text)
         return McpError(obj.code, message, obj.data)
 
@@ -312,7 +324,7 @@ class Engine:
                 return None
             try:
                 note = _decode_progress(params)
-            except (msgspec.DecodeError, UnicodeDecodeError):
+            except _UNREADABLE:
                 return None
             token = note.progress_token
             out = self._progress.get(token) if is_request_id(token) else None
@@ -326,7 +338,7 @@ class Engine:
                 return None
             try:
                 cn = _decode_cancel(params)
-            except (msgspec.DecodeError, UnicodeDecodeError):
+            except _UNREADABLE:
                 return None
             rid = cn.request_id
             if not is_request_id(rid):

@@ -7,14 +7,24 @@ their content: it is started with ``on_message(bytes)`` for each complete messag
 message, never blocks), ``drain`` (wait while the peer is slow to read) and
 ``close``. Messages cross this boundary unframed: a transport that needs delimiters
 (stdio's newlines) adds and strips them itself.
+
+Flow control of the inbound side is optional (:class:`Pausable`): a transport that
+offers ``pause_reading()`` and ``resume_reading()`` lets the driver bound the requests
+it works on at once — after ``pause_reading()`` no ``on_message`` call comes until
+``resume_reading()`` (messages already read are held, in order), and the transport
+reads no more than it holds. Both are idempotent and never raise; after the channel
+closed they do nothing. A transport without them (the HTTP client transport, where
+every response arrives on a request of our own) is simply never paused. A transport
+may still report ``on_close`` while paused (stdio does when the other side hangs up),
+so that a connection whose peer has gone does not wait for its handlers to finish.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-__all__ = ["Transport", "OnMessage", "OnClose"]
+__all__ = ["Transport", "Pausable", "OnMessage", "OnClose"]
 
 OnMessage = Callable[[bytes], None]
 OnClose = Callable[[str | None], None]
@@ -30,3 +40,12 @@ class Transport(Protocol):
     async def drain(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Pausable(Protocol):
+    """A transport whose inbound messages the driver can hold back (optional)."""
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...

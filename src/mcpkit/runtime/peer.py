@@ -4,6 +4,14 @@ One :class:`Peer` per connection, on either side. It feeds inbound bytes to the
 engine, runs each inbound request as its own task (a slow handler never blocks the
 reader or other requests), resolves our requests' futures, and enforces deadlines with
 one timer per request.
+
+With ``max_in_flight``, at most that many inbound requests are worked on at once: a
+request counts from the moment it is read until its response has been handed to the
+transport and drained (or it ended without one). At the bound the peer pauses reading
+from a transport that can (:class:`~mcpkit.runtime.channel.Pausable`) and resumes as
+soon as one finishes, so a client that writes requests without reading the responses
+stops itself instead of growing the server. Handlers that await a response from the
+peer over the same connection would stall at the bound; none do today.
 """
 
 from __future__ import annotations
@@ -12,8 +20,9 @@ import asyncio
 import inspect
 import logging
 import math
+import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -30,7 +39,7 @@ from ..protocol.events import (
     ResponseReceived,
 )
 from ..protocol.framing import OVERSIZED
-from .channel import Transport
+from .channel import Pausable, Transport
 from .outcome import deliver, fail_waiters, respond, respond_failure
 
 __all__ = ["Peer", "ProgressCallback", "check_timeout"]
@@ -63,7 +72,13 @@ class Peer:
         on_notification: NotificationHandler | None = None,
         max_error_text: int = 1024,
         max_message_size: int | None = None,
+        max_in_flight: int | None = None,
     ) -> None:
+        """``max_in_flight`` bounds the inbound requests worked on at once (None: no
+        bound); it takes effect only if the transport is :class:`Pausable`. Raises
+        ``ValueError`` for a bound below 1."""
+        if max_in_flight is not None and max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
         self.transport = transport
         self.engine = Engine(max_error_text=max_error_text)
         self._on_request = on_request
@@ -73,6 +88,17 @@ class Peer:
         self._progress: dict[RequestId, ProgressCallback] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.closed: asyncio.Future[str] = self._loop.create_future()
+        pausable = max_in_flight is not None and isinstance(transport, Pausable)
+        #: Inbound requests read and not yet finished; reading pauses at the bound.
+        self._in_flight = 0
+        self._max_in_flight = max_in_flight if pausable and max_in_flight is not None else sys.maxsize
+        self._paused = False
+        self._reading = cast(Pausable, transport)  # used only when the bound is finite, hence Pausable
+
+    @property
+    def in_flight(self) -> int:
+        """Inbound requests read and not yet finished (answered and drained, or ended)."""
+        return self._in_flight
 
     async def start(self) -> None:
         """Start the transport. Raises whatever the transport raises (``OSError``)."""
@@ -101,7 +127,11 @@ class Peer:
             task = self._loop.create_task(self._serve(ev))
             self.engine.attach(ev.id, task)
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._request_done)
+            self._in_flight += 1
+            if self._in_flight >= self._max_in_flight and not self._paused:
+                self._paused = True
+                self._reading.pause_reading()
         elif kind is ResponseReceived:
             assert isinstance(ev, ResponseReceived)
             self._progress.pop(ev.request.id, None)
@@ -125,6 +155,13 @@ class Peer:
         elif kind is Reply:
             assert isinstance(ev, Reply)
             self.transport.send(ev.data)
+
+    def _request_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._in_flight -= 1
+        if self._paused and self._in_flight < self._max_in_flight:
+            self._paused = False  # before resuming: the transport may deliver at once
+            self._reading.resume_reading()
 
     def _call_progress(self, cb: ProgressCallback, ev: ProgressReceived) -> None:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 
 from .base import OnClose, OnMessage, Servable
 
@@ -14,29 +15,50 @@ logger = logging.getLogger("mcpkit")
 
 
 class _MemoryEnd:
-    """One end of an in-memory pair; messages reach the other end on the next loop turn."""
+    """One end of an in-memory pair; messages reach the other end on the next loop turn.
+
+    While paused (:meth:`pause_reading`) an end holds what reaches it, in order, and
+    hands it on after :meth:`resume_reading`. Both sides are in this process, so what
+    is held is the sender's own making; the sender is not slowed down.
+    """
 
     def __init__(self) -> None:
         self.other: _MemoryEnd | None = None
         self._on_message: OnMessage | None = None
         self._on_close: OnClose | None = None
         self._closed = False
-        self._backlog: list[bytes] = []
+        self._paused = False
+        self._backlog: deque[bytes] = deque()  # received before start, or while paused
 
     async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
         self._on_message = on_message
         self._on_close = on_close
-        backlog, self._backlog = self._backlog, []
-        for data in backlog:
-            on_message(data)
+        self._release()
 
     def _deliver(self, data: bytes) -> None:
         if self._closed:
             return
-        if self._on_message is None:
+        if self._on_message is None or self._paused or self._backlog:
             self._backlog.append(data)
         else:
             self._on_message(data)
+
+    def _release(self) -> None:
+        backlog, on_message = self._backlog, self._on_message
+        while backlog and on_message is not None and not self._paused and not self._closed:
+            on_message(backlog.popleft())
+
+    def pause_reading(self) -> None:
+        """Hold what arrives until :meth:`resume_reading`. Never raises."""
+        self._paused = True
+
+    def resume_reading(self) -> None:
+        """Hand on what is held (on the next loop turn), then deliver as before. Never
+        raises."""
+        if self._paused:
+            self._paused = False
+            if self._backlog:
+                asyncio.get_running_loop().call_soon(self._release)
 
     def send(self, data: bytes) -> None:
         other = self.other

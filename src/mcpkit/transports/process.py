@@ -15,7 +15,7 @@ from typing import Literal
 
 from ..protocol.framing import NEWLINE, LineFramer
 from .base import OnClose, OnMessage
-from .stdio import Flow
+from .stdio import Flow, Inbox
 
 __all__ = ["StdioTransport"]
 
@@ -47,6 +47,7 @@ class StdioTransport:
     ``"capture"`` (kept in memory, the last ``stderr_limit`` bytes readable from
     :attr:`stderr_output`) or ``"devnull"``. Closing follows the spec's shutdown:
     close the server's stdin, wait ``shutdown_timeout`` seconds, SIGTERM, wait, SIGKILL.
+    :meth:`pause_reading` stops reading the server's stdout (what was read is held).
     """
 
     def __init__(
@@ -74,7 +75,8 @@ class StdioTransport:
         self._stderr_limit = stderr_limit
         self._proc: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
-        self._on_message: OnMessage | None = None
+        self._inbox = Inbox(lambda data: None)
+        self._stdout: asyncio.ReadTransport | None = None
         self._on_close: OnClose | None = None
         self._closed = False
         self._exit: asyncio.Future[None] | None = None
@@ -96,7 +98,7 @@ class StdioTransport:
     async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
         """Spawn the process. Raises ``OSError`` if it cannot be started."""
         loop = asyncio.get_running_loop()
-        self._on_message = on_message
+        self._inbox.on_message = on_message
         self._on_close = on_close
         self._exit = loop.create_future()
         err = {"inherit": None, "capture": subprocess.PIPE, "devnull": subprocess.DEVNULL}[self.stderr]
@@ -114,12 +116,18 @@ class StdioTransport:
         stdin = proc.get_pipe_transport(0)
         assert isinstance(stdin, asyncio.WriteTransport)
         self._stdin = stdin
+        stdout = proc.get_pipe_transport(1)
+        assert isinstance(stdout, asyncio.ReadTransport)
+        self._stdout = stdout
+        if not self._inbox.hungry:  # paused before the process started
+            stdout.pause_reading()
 
     def _data(self, fd: int, data: bytes) -> None:
         if fd == 1:
-            assert self._on_message is not None
-            for msg in self._framer.feed(data):
-                self._on_message(msg)
+            inbox = self._inbox
+            inbox.put(self._framer.feed(data))
+            if not inbox.hungry and self._stdout is not None:
+                self._stdout.pause_reading()
         elif fd == 2:
             self._stderr_buf.append(data)
             self._stderr_size += len(data)
@@ -128,9 +136,7 @@ class StdioTransport:
 
     def _pipe_lost(self, fd: int) -> None:
         if fd == 1:
-            assert self._on_message is not None
-            for msg in self._framer.eof():
-                self._on_message(msg)
+            self._inbox.put(self._framer.eof())
             self._finish("server closed its stdout")
         elif fd == 0:
             self._flow.release()
@@ -153,6 +159,22 @@ class StdioTransport:
             self._eof_timer.cancel()
         if self._on_close is not None:
             self._on_close(reason)
+
+    def pause_reading(self) -> None:
+        """Stop handing on the server's messages and reading its stdout. Never raises."""
+        self._inbox.paused = True
+        if self._stdout is not None:
+            self._stdout.pause_reading()
+
+    def resume_reading(self) -> None:
+        """Hand on what was held (now, until paused again), then read the server's
+        stdout again. Never raises, except what ``on_message`` raises."""
+        inbox = self._inbox
+        if inbox.paused:
+            inbox.paused = False
+            inbox.release()
+            if inbox.hungry and self._stdout is not None and not self._closed:
+                self._stdout.resume_reading()
 
     def send(self, data: bytes) -> None:
         if self._stdin is not None and not self._stdin.is_closing():

@@ -1,5 +1,12 @@
 """The server's side of stdio: JSON-RPC messages in on stdin, out on stdout,
-newline-delimited, with write-side flow control.
+newline-delimited, with flow control both ways.
+
+Reading pauses while the :class:`~mcpkit.runtime.peer.Peer` asks (its in-flight bound)
+and while stdout is backed up (a client that does not read what it is answered), so a
+client cannot make the server hold more than a bounded amount on its behalf. While
+paused, the server still notices a client that hangs up (closes stdin; Linux): what is
+left in the pipe is then read and handed on regardless of the bound (a closed pipe
+holds a bounded amount), so that end of input is seen, and shutdown starts, promptly.
 
 The pieces shared with the spawned-process transport (:mod:`.process`) — flow control
 and the pipe protocols — live here too.
@@ -9,16 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import stat
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from ..protocol.framing import NEWLINE, LineFramer
 from .base import OnClose, OnMessage
 
-__all__ = ["ServerStdio", "Flow"]
+__all__ = ["ServerStdio", "Flow", "Inbox"]
 
 
 class Flow:
@@ -46,39 +55,72 @@ class Flow:
         self.resume_writing()
 
 
+class Inbox:
+    """Read-side flow control shared by the pipe transports: hands framed messages on
+    in order, and holds those that arrive while :attr:`paused` (at most what one read
+    returned: the reader stops reading once anything is held)."""
+
+    def __init__(self, on_message: OnMessage) -> None:
+        self.on_message = on_message
+        self.paused = False
+        self._held: deque[bytes] = deque()
+
+    @property
+    def hungry(self) -> bool:
+        """Whether the reader should read more: not paused, nothing held."""
+        return not self.paused and not self._held
+
+    def put(self, messages: list[bytes]) -> None:
+        """Hand ``messages`` on, holding the rest as soon as delivering one pauses."""
+        if self._held or self.paused:
+            self._held.extend(messages)
+            self.release()
+            return
+        for i, msg in enumerate(messages):
+            self.on_message(msg)
+            if self.paused:
+                self._held.extend(messages[i + 1 :])
+                return
+
+    def release(self) -> None:
+        """Hand on what is held, until paused again."""
+        held = self._held
+        while held and not self.paused:
+            self.on_message(held.popleft())
+
+    def clear(self) -> None:
+        self._held.clear()
+
+
 class _ReadProtocol(asyncio.Protocol):
-    def __init__(self, framer: LineFramer, on_message: OnMessage, on_eof: Callable[[], None]) -> None:
-        self._framer = framer
-        self._on_message = on_message
-        self._on_eof = on_eof
+    def __init__(self, owner: ServerStdio) -> None:
+        self._owner = owner
 
     def data_received(self, data: bytes) -> None:
-        for msg in self._framer.feed(data):
-            self._on_message(msg)
+        self._owner._received(data)
 
     def eof_received(self) -> bool:
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for msg in self._framer.eof():
-            self._on_message(msg)
-        self._on_eof()
+        self._owner._read_lost()
 
 
 class _WriteProtocol(asyncio.BaseProtocol):
-    def __init__(self, flow: Flow, on_lost: Callable[[], None]) -> None:
-        self._flow = flow
-        self._on_lost = on_lost
+    def __init__(self, owner: ServerStdio) -> None:
+        self._owner = owner
 
     def pause_writing(self) -> None:
-        self._flow.pause_writing()
+        self._owner._flow.pause_writing()
+        self._owner._hold_for_writing(True)
 
     def resume_writing(self) -> None:
-        self._flow.resume_writing()
+        self._owner._flow.resume_writing()
+        self._owner._hold_for_writing(False)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._flow.release()
-        self._on_lost()
+        self._owner._flow.release()
+        self._owner._lost()
 
 
 def _pollable(fd: int) -> bool:
@@ -87,53 +129,186 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
+class _HangupWatch:
+    """Reports, while started, that the other end of ``fd`` stopped writing — even
+    though unread data is left — without reading it: an epoll set holding ``fd`` for
+    hang-ups only, watched by the loop. Where there is no epoll it never reports."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, on_hangup: Callable[[], None]) -> None:
+        self._loop = loop
+        self._on_hangup = on_hangup
+        self._ep: Any = None
+        self._watching = False
+        epoll = getattr(select, "epoll", None)
+        if epoll is not None:
+            ep = epoll()
+            try:
+                ep.register(fd, select.EPOLLRDHUP)  # a pipe's hang-up is always reported; RDHUP: a socket's half-close
+            except OSError:
+                ep.close()
+            else:
+                self._ep = ep
+
+    def start(self) -> None:
+        if self._ep is not None and not self._watching:
+            self._watching = True
+            self._loop.add_reader(self._ep.fileno(), self._fired)
+
+    def stop(self) -> None:
+        if self._watching:
+            self._watching = False
+            self._loop.remove_reader(self._ep.fileno())
+
+    def _fired(self) -> None:
+        self.stop()
+        self._on_hangup()
+
+    def close(self) -> None:
+        self.stop()
+        if self._ep is not None:
+            self._ep.close()
+            self._ep = None
+
+
 class ServerStdio:
     """The server's side of stdio: messages in on stdin, out on stdout.
 
     While it runs, file descriptor 1 is pointed at stderr so that a stray ``print`` in
     user code cannot corrupt the protocol stream; protocol output goes to a private
-    duplicate of the original stdout.
+    duplicate of the original stdout. A stdin that the event loop cannot watch (a
+    regular file) is read on a thread, one chunk at a time as the messages are taken.
     """
 
     def __init__(self, *, max_message_size: int) -> None:
         self._framer = LineFramer(max_message_size)
         self._flow = Flow()
+        self._inbox = Inbox(lambda data: None)
         self._writer: asyncio.WriteTransport | None = None
         self._reader: asyncio.ReadTransport | None = None
+        self._hangup: _HangupWatch | None = None
         self._out_file: Any = None
         self._on_close: OnClose | None = None
         self._closed = False
+        self._stopped = False
         self._lost_writer: asyncio.Future[None] | None = None
+        # why reading is held back: the peer asked, stdout is backed up; or not, to_eof
+        self._peer_hold = False
+        self._write_hold = False
+        self._to_eof = False  # the client hung up: read what is left, whatever the holds
+        self._reading = True  # the reader (or the file thread) is let to read
+        self._more = threading.Event()  # the file thread may read its next chunk
+        self._eof_pending = False  # the file thread hit the end while messages were held
 
     async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
+        """Take over stdin and stdout. Raises ``OSError`` if they cannot be used."""
         loop = asyncio.get_running_loop()
         self._on_close = on_close
+        self._inbox.on_message = on_message
         self._lost_writer = loop.create_future()
         sys.stdout.flush()
         out = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)  # stray prints now go to stderr
         try:
-            wt, _ = await loop.connect_write_pipe(lambda: _WriteProtocol(self._flow, self._lost), out)
+            wt, _ = await loop.connect_write_pipe(lambda: _WriteProtocol(self), out)
             self._writer = wt
         except (ValueError, OSError):  # stdout is a regular file (or similar): plain blocking writes
             self._out_file = out
         stdin = os.fdopen(os.dup(0), "rb", buffering=0)
         if _pollable(stdin.fileno()):
-            rt, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self._framer, on_message, self._eof), stdin)
+            rt, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self), stdin)
             self._reader = rt
+            self._hangup = _HangupWatch(loop, stdin.fileno(), self._hung_up)
         else:  # a regular file or /dev/null, which epoll refuses: read it on a daemon thread
-            threading.Thread(target=self._read_file, args=(loop, stdin, on_message), name="mcpkit-stdin", daemon=True).start()
+            threading.Thread(target=self._read_file, args=(loop, stdin), name="mcpkit-stdin", daemon=True).start()
 
-    def _read_file(self, loop: asyncio.AbstractEventLoop, f: Any, on_message: OnMessage) -> None:
+    # --- reading ---------------------------------------------------------------------------
+
+    def _received(self, data: bytes) -> None:
+        if not self._stopped:
+            self._inbox.put(self._framer.feed(data))
+            if not self._inbox.hungry:
+                self._update()
+
+    def _read_lost(self) -> None:
+        if self._stopped:
+            self._eof()
+            return
+        self._inbox.put(self._framer.eof())
+        self._eof_pending = True  # reported once nothing is held
+        self._update()
+
+    def _read_file(self, loop: asyncio.AbstractEventLoop, f: Any) -> None:
         try:
             while chunk := f.read(65536):
-                for msg in self._framer.feed(chunk):
-                    loop.call_soon_threadsafe(on_message, msg)
-            for msg in self._framer.eof():
-                loop.call_soon_threadsafe(on_message, msg)
-            loop.call_soon_threadsafe(self._eof)
+                self._more.clear()
+                loop.call_soon_threadsafe(self._take, self._framer.feed(chunk), False)
+                self._more.wait()
+            loop.call_soon_threadsafe(self._take, self._framer.eof(), True)
         except (OSError, RuntimeError):  # the loop closed under us: nobody listens any more
             pass
+
+    def _take(self, messages: list[bytes], eof: bool) -> None:
+        """A chunk from the file thread (on the loop)."""
+        if self._stopped:
+            return
+        self._reading = False  # the thread waits for its next go
+        self._inbox.put(messages)
+        self._eof_pending = eof
+        self._update()
+
+    def pause_reading(self) -> None:
+        """Hand on no message until :meth:`resume_reading` (the peer's in-flight bound);
+        reading stops once what was read is held. Never raises."""
+        if not self._peer_hold:
+            self._peer_hold = True
+            self._update()
+
+    def resume_reading(self) -> None:
+        """Hand on the held messages (now, until paused again), then read more. Never
+        raises, except what ``on_message`` raises."""
+        if self._peer_hold:
+            self._peer_hold = False
+            self._update()
+
+    def _hold_for_writing(self, hold: bool) -> None:
+        self._write_hold = hold
+        self._update()
+
+    def _hung_up(self) -> None:
+        self._to_eof = True
+        self._update()
+
+    def _update(self) -> None:
+        """Bring the inbox and the reader in line with the holds."""
+        inbox = self._inbox
+        inbox.paused = (self._peer_hold or self._write_hold) and not self._to_eof
+        if not inbox.paused:
+            inbox.release()  # may pause again, through the peer
+        if self._stopped:
+            return
+        want = inbox.hungry
+        if self._eof_pending:
+            if want:
+                self._eof_pending = False
+                self._eof()
+            return
+        if want == self._reading:
+            return
+        self._reading = want
+        reader, hangup = self._reader, self._hangup
+        if reader is None:  # the file thread
+            if want:
+                self._more.set()
+        elif want:
+            assert hangup is not None
+            hangup.stop()
+            reader.resume_reading()
+        else:
+            reader.pause_reading()
+            assert hangup is not None
+            hangup.start()
+
+    # --- the end ---------------------------------------------------------------------------
 
     def _eof(self) -> None:
         self._finish("stdin closed")
@@ -148,6 +323,8 @@ class ServerStdio:
             self._closed = True
             if self._on_close is not None:
                 self._on_close(reason)
+
+    # --- writing ---------------------------------------------------------------------------
 
     def send(self, data: bytes) -> None:
         if self._writer is not None:
@@ -164,7 +341,13 @@ class ServerStdio:
         await self._flow.drain()
 
     async def close(self) -> None:
-        """Stop reading, flush what is buffered for stdout (up to 5 s), close."""
+        """Stop reading, flush what is buffered for stdout (up to 5 s), close. Never
+        raises; cancellation while flushing leaves the write pipe to close on its own."""
+        self._stopped = True
+        self._inbox.clear()
+        self._more.set()
+        if self._hangup is not None:
+            self._hangup.close()
         if self._reader is not None:
             self._reader.close()
         writer = self._writer
