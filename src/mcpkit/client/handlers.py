@@ -41,7 +41,7 @@ class ServerMessages:
         """Route one notification; a malformed one is dropped."""
         try:
             data = _decode_dict(params) if params else {}
-        except (msgspec.DecodeError, UnicodeDecodeError):
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return
         on_log = self.options.on_log
         if method == "notifications/message" and on_log is not None:

@@ -16,13 +16,14 @@ _decoders: dict[type, Any] = {}
 
 def decode_result(raw: msgspec.Raw, tp: type[T]) -> T:
     """``raw`` decoded as ``tp``. Raises a local ``McpError(-32603)`` if the server's
-    result does not have that shape."""
+    result does not have that shape, or cannot be decoded (nested too deeply, say)."""
     dec = _decoders.get(tp)
     if dec is None:
         dec = _decoders[tp] = msgspec.json.Decoder(tp)
     try:
         return dec.decode(raw)  # type: ignore[no-any-return]
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # DecodeError covers ValidationError
-        err = McpError(INTERNAL_ERROR, f"Invalid result from server: {flatten_text(str(exc), 512)}")
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:  # DecodeError covers ValidationError
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else flatten_text(str(exc), 512)
+        err = McpError(INTERNAL_ERROR, f"Invalid result from server: {reason}")
         err.local = True
         raise err from None

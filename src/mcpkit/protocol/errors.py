@@ -27,6 +27,9 @@ __all__ = [
     "ToolError",
     "HttpError",
     "flatten_text",
+    "MAX_ECHO",
+    "echo",
+    "quoted",
 ]
 
 PARSE_ERROR: Final = -32700
@@ -40,6 +43,8 @@ HEADER_MISMATCH: Final = -32020
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 DEFAULT_MAX_ERROR_TEXT: Final = 1024
+#: Bytes of client input an error message or error ``data`` may repeat (names, URIs, header values).
+MAX_ECHO: Final = 256
 
 _DEFAULT_STATUS = {METHOD_NOT_FOUND: 404, INTERNAL_ERROR: 500}
 
@@ -175,3 +180,28 @@ def flatten_text(text: str | bytes, limit: int = DEFAULT_MAX_ERROR_TEXT) -> str:
     if len(encoded) <= limit:
         return text
     return encoded[: limit - _ELLIPSIS_BYTES].decode("utf-8", "ignore") + _ELLIPSIS
+
+
+def echo(value: Any, limit: int = MAX_ECHO) -> Any:
+    """Client input as an error's ``data`` may repeat it: a string flattened and bounded
+    to ``limit`` bytes, ``None``, a boolean, a float or a 64-bit integer as it is, and
+    anything else (a container, a huge integer) as its ``repr``, flattened and bounded.
+    Never raises (``ValueError`` for a ``limit`` under 4 bytes aside)."""
+    if isinstance(value, str):
+        return flatten_text(value[: limit + 1], limit)
+    if value is None or isinstance(value, (bool, float)) or (isinstance(value, int) and -(2**63) <= value < 2**64):
+        return value
+    return quoted(value, limit)
+
+
+def quoted(value: Any, limit: int = MAX_ECHO) -> str:
+    """``repr(value)`` for an error message, flattened and bounded to ``limit`` bytes
+    (a long string is cut before it is quoted). Never raises (``ValueError`` for a
+    ``limit`` under 4 bytes aside)."""
+    if isinstance(value, str):
+        value = value[: limit + 1]
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # nested too deeply; an integer with too many digits
+        text = f"<{type(value).__name__}>"
+    return flatten_text(text, limit)

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .errors import HEADER_MISMATCH, McpError
+from .errors import HEADER_MISMATCH, INVALID_PARAMS, McpError, flatten_text, quoted
 
 __all__ = [
     "NAMED_METHODS",
@@ -36,7 +36,17 @@ NAMED_METHODS: Final = {"tools/call": "name", "resources/read": "uri", "prompts/
 #: A tool's ``x-mcp-header`` annotations: property path -> header name token.
 HeaderRules = dict[tuple[str, ...], str]
 _MAX_SAFE_INT: Final = 2**53 - 1
-_decode_object: Final = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+class _Checked(msgspec.Struct):
+    """The params a header check reads; any other member is skipped, not decoded."""
+
+    name: Any = None
+    uri: Any = None
+    arguments: Any = None
+
+
+_decode_checked: Final = msgspec.json.Decoder(_Checked).decode
 
 _HEADER_SAFE = re.compile(r"[\x20-\x7e]*")
 _SENTINEL = re.compile(r"=\?base64\?(.*)\?=", re.S)
@@ -164,6 +174,17 @@ def _mismatch(message: str) -> McpError:
     return McpError(HEADER_MISMATCH, f"Header mismatch: {message}", status=400)
 
 
+def _decode_params(raw_params: bytes) -> _Checked:
+    """The members of ``raw_params`` the check reads. Raises ``McpError(-32602)`` (HTTP
+    400) for JSON that cannot be represented: a number out of range, nesting too deep."""
+    try:
+        return _decode_checked(raw_params) if raw_params else _Checked()
+    except msgspec.DecodeError as exc:  # ValidationError included: valid JSON, unrepresentable
+        raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 256)}", status=400) from None
+    except RecursionError:
+        raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply", status=400) from None
+
+
 def _header_safe(value: str) -> bool:
     return value == value.strip() and all(0x20 <= ord(c) <= 0x7E or c == "\t" for c in value)
 
@@ -183,23 +204,25 @@ def check_request_headers(
     (server side). ``rules_for(tool)`` gives a tool's ``x-mcp-header`` annotations.
 
     Raises ``McpError(-32020)`` (HTTP 400) naming the first header that is missing or
-    does not match.
+    does not match (values from the request quoted flattened, at most 256 bytes each), and
+    ``McpError(-32602)`` (HTTP 400) for params that are valid JSON but cannot be decoded
+    (a number out of range, nesting too deep).
     """
     header_version = headers.get("mcp-protocol-version")
     if header_version is None:
         raise _mismatch("missing MCP-Protocol-Version header")
     if header_version != version:
-        raise _mismatch(f"MCP-Protocol-Version header {header_version!r} does not match body value {version!r}")
+        raise _mismatch(f"MCP-Protocol-Version header {quoted(header_version)} does not match body value {quoted(version)}")
     mcp_method = headers.get("mcp-method")
     if mcp_method is None:
         raise _mismatch("missing Mcp-Method header")
     if mcp_method != method:
-        raise _mismatch(f"Mcp-Method header {mcp_method!r} does not match body value {method!r}")
+        raise _mismatch(f"Mcp-Method header {quoted(mcp_method)} does not match body value {quoted(method)}")
     field = NAMED_METHODS.get(method)
     if field is None:
         return
-    params = _decode_object(raw_params) if raw_params else {}
-    body_name = params.get(field)
+    params = _decode_params(raw_params)
+    body_name = getattr(params, field)
     raw_name = headers.get("mcp-name")
     if raw_name is None:
         raise _mismatch("missing Mcp-Name header")
@@ -207,9 +230,9 @@ def check_request_headers(
     if name is None:
         raise _mismatch("Mcp-Name header has invalid characters or encoding")
     if name != body_name:
-        raise _mismatch(f"Mcp-Name header {name!r} does not match body value {body_name!r}")
+        raise _mismatch(f"Mcp-Name header {quoted(name)} does not match body value {quoted(body_name)}")
     if method == "tools/call" and isinstance(body_name, str):
-        _check_param_headers(headers, rules_for(body_name), params.get("arguments"))
+        _check_param_headers(headers, rules_for(body_name), params.arguments)
 
 
 def _check_param_headers(headers: Mapping[str, str], rules: HeaderRules, arguments: Any) -> None:

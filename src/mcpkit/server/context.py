@@ -13,7 +13,7 @@ import msgspec
 from ..protocol import meta as meta_keys
 from ..protocol.engine import is_request_id
 from ..protocol.eras import EraPolicy
-from ..protocol.errors import flatten_text
+from ..protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ..protocol.events import RequestId
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel
 from ..runtime.outbound import Outbound
@@ -131,9 +131,19 @@ class Context:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The request's ``params`` as a dict (decoded on first use)."""
+        """The request's ``params`` as a dict (decoded on first use).
+
+        Raises ``McpError(-32602)`` if they hold valid JSON that cannot be decoded (a
+        number out of range, nesting too deep): members the method itself does not read
+        are decoded only here.
+        """
         if self._params is None:
-            self._params = _decode_params(self._raw_params) if self._raw_params else {}
+            try:
+                self._params = _decode_params(self._raw_params) if self._raw_params else {}
+            except msgspec.DecodeError as exc:  # ValidationError included
+                raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 512)}") from None
+            except RecursionError:
+                raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply") from None
         return self._params
 
     def _finish(self) -> None:

@@ -24,6 +24,7 @@ from ..protocol.errors import (
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
+    echo,
     flatten_text,
 )
 from ..protocol.events import RequestId
@@ -78,13 +79,35 @@ _decoders: dict[type, Any] = {}
 
 
 def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
+    """``raw`` params decoded as ``tp``. Raises ``McpError(-32602)`` for params of the
+    wrong shape and for valid JSON that cannot be represented (a number out of range,
+    nesting too deep)."""
     dec = _decoders.get(tp)
     if dec is None:
         dec = _decoders[tp] = msgspec.json.Decoder(tp)
     try:
         return dec.decode(raw if raw else b"{}")
-    except msgspec.ValidationError as exc:
+    except msgspec.DecodeError as exc:  # ValidationError included
         raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 512)}") from None
+    except RecursionError:
+        raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply") from None
+
+
+def _meta_of(raw: msgspec.Raw) -> dict[str, Any]:
+    """The request's ``params._meta`` (empty if absent). Raises ``McpError(-32602)``
+    saying what is wrong: ``_meta`` is not an object, or holds what cannot be decoded."""
+    if not raw:
+        return {}
+    try:
+        meta = _decode_meta(raw).meta
+    except msgspec.DecodeError as exc:  # ValidationError included
+        text = str(exc)
+        if text.startswith("Expected") and text.endswith("- at `$._meta`"):
+            raise McpError(INVALID_PARAMS, "Invalid params: _meta must be an object") from None
+        raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(text, 512)}") from None
+    except RecursionError:
+        raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply") from None
+    return meta if isinstance(meta, dict) else {}
 
 
 #: Who is asking, in which era: (policy, protocol version, client capabilities, client
@@ -116,11 +139,7 @@ class Dispatcher:
     ) -> Any:
         """Serve one request; returns the result or raises :class:`McpError`. Only
         ``CancelledError`` propagates otherwise (the handler is cancelled with it)."""
-        try:
-            meta = _decode_meta(raw_params).meta if raw_params else None
-        except msgspec.ValidationError:
-            raise McpError(INVALID_PARAMS, "Invalid params: _meta must be an object") from None
-        meta = meta if isinstance(meta, dict) else {}
+        meta = _meta_of(raw_params)
         policy, version, caps, info, level = self._resolve(method, meta, session)
         if method in policy.foreign_methods:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
@@ -202,7 +221,7 @@ class Dispatcher:
             raise McpError(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
-                {"supported": self.supported_versions, "requested": version},
+                {"supported": self.supported_versions, "requested": echo(version)},
             )
         caps = meta.get(meta_keys.CLIENT_CAPABILITIES)
         if not isinstance(caps, dict):
@@ -213,7 +232,7 @@ class Dispatcher:
         info = meta.get(meta_keys.CLIENT_INFO)
         try:
             client = msgspec.convert(info, Implementation) if isinstance(info, dict) else None
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, RecursionError):
             client = None
         return MODERN, version, caps, client, level
 
@@ -223,7 +242,7 @@ class Dispatcher:
             raise McpError(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version: this server speaks only " + ", ".join(MODERN_PROTOCOL_VERSIONS),
-                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": params.protocol_version},
+                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": echo(params.protocol_version)},
             )
         if session.initialized:
             raise McpError(INVALID_REQUEST, "Invalid Request: the session is already initialized")

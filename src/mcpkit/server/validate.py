@@ -53,6 +53,8 @@ _HANDLED = frozenset(
     }
 )
 _TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
+#: The reason given for a value nested too deeply to validate.
+_TOO_DEEP = "nested too deeply to validate"
 
 
 class SchemaError(ValueError):
@@ -73,10 +75,14 @@ def _path(parts: Sequence[str | int]) -> str:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, str) and len(value) > 80:
+        value = value[:80]  # no need to encode all of a long string to show its start
     try:
         text = msgspec.json.encode(value).decode()
     except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:
+        text = f"(a nested {type(value).__name__})"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -170,7 +176,10 @@ class _Simple:
         self._patterns: dict[str, re.Pattern[str]] = {}
 
     def describe(self, instance: Any, what: str = "argument") -> str | None:
-        return self._check(self.schema, instance, [], what)
+        try:
+            return self._check(self.schema, instance, [], what)
+        except RecursionError:  # a recursive schema, and a value nested deeper than the stack goes
+            return _TOO_DEEP
 
     def _where(self, path: list[str | int], what: str, message: str) -> str:
         return f"{what} '{_path(path)}': {message}" if path else message
@@ -325,7 +334,10 @@ class _Full:
             raise SchemaError(f"invalid JSON Schema: {first}") from None
 
     def describe(self, instance: Any, what: str = "argument") -> str | None:
-        err = next(iter(self._validator.iter_errors(instance)), None)
+        try:
+            err = next(iter(self._validator.iter_errors(instance)), None)
+        except (ValueError, RecursionError):  # jsonschema_rs: "Recursion limit reached"
+            return _TOO_DEEP
         if err is None:
             return None
         kinds = self._rs.ValidationErrorKind
@@ -340,7 +352,7 @@ class _Full:
         shown = _show(err.instance)
         try:
             full = msgspec.json.encode(err.instance).decode()
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             full = shown
         if full != shown:  # the message embeds a long value: show it shortened
             compact = message.replace(" ", "")

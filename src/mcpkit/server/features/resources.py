@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
+from ...protocol.errors import INVALID_PARAMS, McpError, echo, flatten_text
 from ...protocol.types import (
     CursorParams,
     ListResourcesResult,
@@ -170,7 +170,7 @@ async def list_templates(reg: Registry, ctx: Context, params: CursorParams) -> L
 async def read_resource(reg: Registry, ctx: Context, params: ReadResourceParams) -> ReadResourceResult:
     uri = params.uri
     if not is_valid_uri(uri):
-        raise McpError(INVALID_PARAMS, f"Invalid URI: {flatten_text(uri, 256)}", {"uri": flatten_text(uri, 256)})
+        raise McpError(INVALID_PARAMS, f"Invalid URI: {flatten_text(uri, 256)}", {"uri": echo(uri)})
     rd = reg.resources.get(uri)
     if rd is not None:
         handler, kwargs, mime = rd.handler, {}, rd.resource.mime_type
@@ -183,6 +183,6 @@ async def read_resource(reg: Registry, ctx: Context, params: ReadResourceParams)
         else:
             # -32602 in both eras: 2026-07-28 requires it, and the conformance suite
             # grades the legacy -32002 as a warning for every revision (docs/errors.md).
-            raise McpError(INVALID_PARAMS, "Resource not found", {"uri": uri})
+            raise McpError(INVALID_PARAMS, "Resource not found", {"uri": echo(uri)})
     value = await handler(ctx, dict(kwargs))
     return ReadResourceResult(contents=to_contents(value, uri, mime))

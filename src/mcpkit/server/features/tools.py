@@ -105,8 +105,8 @@ class ToolDef:
                 if conv is not None:
                     try:
                         value = conv(value)
-                    except (ValueError, TypeError, msgspec.ValidationError) as exc:
-                        reason = str(exc).split("\n", 1)[0] if not hasattr(exc, "errors") else _pydantic_reason(exc)
+                    except (ValueError, TypeError, msgspec.ValidationError, RecursionError) as exc:
+                        reason = _conversion_reason(exc)
                         raise McpError(
                             INVALID_PARAMS,
                             f"Invalid arguments for tool {flatten_text(self.name, 256)}: "
@@ -173,6 +173,15 @@ def _exception_text(exc: BaseException) -> str:
     if type(exc) is KeyError:
         return f"KeyError: {text}"
     return text
+
+
+def _conversion_reason(exc: BaseException) -> str:
+    """Why an argument could not be converted to its parameter's type, in one line."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if hasattr(exc, "errors"):
+        return _pydantic_reason(exc)
+    return str(exc).split("\n", 1)[0]
 
 
 def _pydantic_reason(exc: Any) -> str:

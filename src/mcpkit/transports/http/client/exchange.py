@@ -70,17 +70,20 @@ class HttpExchange:
 
     async def read(self, resp: httpx.Response, limit: int) -> tuple[bytes, bool]:
         """Up to ``limit`` bytes of the body, and whether that is all of it (False too
-        when the connection broke while reading). Never raises an HTTP error."""
+        when the connection broke while reading). Reading stops at the first chunk past
+        ``limit``, and nothing past it is kept. Never raises an HTTP error; cancellation
+        propagates (the caller closes ``resp``)."""
         import httpx
 
         parts: list[bytes] = []
         size = 0
         try:
             async for chunk in resp.aiter_bytes():
+                if len(chunk) > limit - size:
+                    parts.append(chunk[: limit - size])
+                    return b"".join(parts), False
                 parts.append(chunk)
                 size += len(chunk)
-                if size > limit:
-                    return b"".join(parts)[:limit], False
         except httpx.HTTPError:
             return b"".join(parts), False
         return b"".join(parts), True

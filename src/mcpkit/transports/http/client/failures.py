@@ -72,7 +72,7 @@ class Failures:
         else one is made up with :meth:`fail_http`."""
         try:
             env = decode_in(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, RecursionError):  # ValidationError included
             env = None
         if env is not None and env.method is UNSET and isinstance(env.error, dict) and env.id in (None, UNSET, rid):
             self._deliver(raw, rid)

@@ -48,7 +48,7 @@ class Inbound:
         error without an id, read while awaiting ``rid``, is taken as ``rid``'s."""
         try:
             env = decode_in(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, RecursionError):  # ValidationError included
             return None
         mid = env.id
         if env.method is not UNSET:

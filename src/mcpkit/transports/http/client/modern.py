@@ -89,7 +89,7 @@ class ModernEra:
             return data
         try:
             listing = decode_dict(result)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, RecursionError):  # ValidationError included
             listing = {}
         kept = self._learn_tools(listing)
         if kept is None:
@@ -115,7 +115,7 @@ class ModernEra:
             try:
                 mapping = x_mcp_header_map(tool.get("inputSchema"))
             except ValueError as exc:
-                logger.warning("leaving out tool %r: %s", flatten_text(name, 256), exc)
+                logger.warning("leaving out tool %r: %s", flatten_text(name, 256), flatten_text(str(exc), 512))
                 continue
             if mapping:
                 self._rules[name] = mapping
@@ -134,7 +134,7 @@ class ModernEra:
             reply, _ = await self._private.post("tools", "tools/list", list_params, headers)
             try:
                 listing = decode_dict(reply.result) if reply is not None and reply.result else None
-            except msgspec.ValidationError:
+            except (msgspec.DecodeError, RecursionError):  # ValidationError included
                 listing = None
             if listing is None:
                 return None

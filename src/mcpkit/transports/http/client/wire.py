@@ -64,7 +64,7 @@ def decode_version(raw: msgspec.Raw) -> str | None:
     string; None otherwise (never raises)."""
     try:
         version = _decode_version(raw).protocol_version
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, RecursionError):  # ValidationError included
         return None
     if isinstance(version, str) and version.isascii() and version.isprintable():
         return version
