@@ -71,7 +71,8 @@ class Server:
     ``eras`` restricts it to ``"modern"`` or ``"legacy"`` clients (default: both).
     ``expose_internal_errors=True`` sends handler exception text instead of
     ``"Internal error"`` (for development); ``mask_tool_errors=True`` hides tool
-    exception text behind a reference id.
+    exception text behind a reference id. ``max_in_flight`` bounds the requests in progress
+    on one stdio or in-memory connection: at the bound, reading it pauses until one is done.
     """
 
     eras = _Setting[Literal["dual", "modern", "legacy"]]()
@@ -99,6 +100,7 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: Literal["public", "private"] = "private",
         shutdown_grace: float = 2.0,
+        max_in_flight: int = 256,
     ) -> None:
         if eras not in ("dual", "modern", "legacy"):
             raise ValueError("eras must be 'dual', 'modern' or 'legacy'")
@@ -106,10 +108,13 @@ class Server:
             raise ValueError("max_error_text must be at least 16 bytes")
         if page_size < 1:
             raise ValueError("page_size must be positive")
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be positive")
         self.info = Implementation(name=name, version=version, title=title, website_url=website_url)
         self.instructions = instructions
         self.max_message_size = max_message_size
         self.shutdown_grace = shutdown_grace
+        self.max_in_flight = max_in_flight
         settings = Settings(
             eras=eras,
             expose_internal_errors=expose_internal_errors,
@@ -332,18 +337,23 @@ class Server:
         port: int = 8000,
         path: str = "/mcp",
         log_level: str = "warning",
+        uvicorn_options: Mapping[str, Any] | None = None,
         **http_options: Any,
     ) -> None:
         """Serve until stopped: ``"stdio"`` until stdin closes; ``"http"`` serves
         :meth:`asgi_app` with uvicorn on ``host``:``port`` (loopback by default) until
-        interrupted. ``http_options`` go to :meth:`asgi_app`. Raises ``ImportError`` for
-        HTTP if uvicorn is not installed (``pip install 'mcpkit[http]'``)."""
+        SIGINT or SIGTERM, with deadlines for request headers and bodies, a connection
+        cap and a prompt shutdown (docs/limits.md). ``http_options`` go to
+        :meth:`asgi_app`; ``uvicorn_options`` (``header_timeout``, ``body_timeout``,
+        ``max_connections``, or any ``uvicorn.Config`` argument) to the server. Raises
+        ``ImportError`` for HTTP if uvicorn is not installed (``pip install 'mcpkit[http]'``)."""
         if transport == "stdio":
             asyncio.run(self.serve_stdio())
         elif transport == "http":
-            import uvicorn
+            from ..transports.http.server.uvicorn import run_uvicorn
 
-            uvicorn.run(self.asgi_app(path=path, **http_options), host=host, port=port, log_level=log_level, lifespan="on")
+            app = self.asgi_app(path=path, **http_options)
+            run_uvicorn(app, host=host, port=port, log_level=log_level, **(uvicorn_options or {}))
         else:
             raise ValueError(f"unknown transport {transport!r}")
 
@@ -353,7 +363,8 @@ class Server:
         (None = JSON unless notifications come first, True, False), ``allowed_hosts``,
         ``allowed_origins``, ``dns_rebinding_protection`` (None = on when bound to a
         loopback address), ``max_body_size`` (4 MiB), ``event_store``,
-        ``session_idle_timeout``, ``max_sessions``, ``keepalive_interval``."""
+        ``session_idle_timeout``, ``max_sessions``, ``max_session_requests`` (100),
+        ``body_timeout`` (None), ``keepalive_interval``. The limits are in docs/limits.md."""
         from ..transports.http.server.app import StreamableHTTPApp
 
         return StreamableHTTPApp(self, path=path, **options)
@@ -364,8 +375,10 @@ class Server:
 
     async def serve(self, transport: Transport) -> None:
         """Serve one connection until it closes; then give in-flight handlers
-        ``shutdown_grace`` seconds to answer before cancelling them. Cancelling this
-        coroutine cancels every handler and closes the transport."""
+        ``shutdown_grace`` seconds to answer before cancelling them. At most
+        ``max_in_flight`` requests are worked on at once: reading pauses at the bound
+        (on a transport that can pause). Cancelling this coroutine cancels every handler
+        and closes the transport."""
         session = Session()
 
         async def on_request(ev: RequestReceived) -> Any:
@@ -381,6 +394,7 @@ class Server:
             on_notification=on_notification,
             max_error_text=self.max_error_text,
             max_message_size=self.max_message_size,
+            max_in_flight=self.max_in_flight,
         )
         await peer.start()
         try:

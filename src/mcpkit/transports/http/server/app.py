@@ -9,8 +9,9 @@ for server-initiated messages, ``DELETE`` ends the session, and SSE streams resu
 with ``Last-Event-ID``.
 
 HTTP-level problems are refused before any JSON-RPC parsing with a plain status and a
-short text body: 403 (Host/Origin), 405, 406, 413, 415, and 400/404 for sessions
-(docs/http.md, "HTTP status codes").
+short text body: 403 (Host/Origin), 405, 406, 408, 413, 415, and 400/404 for sessions
+(docs/http.md, "HTTP status codes"). No exception escapes to the ASGI server: one that
+nothing expected is logged and answered 500 with a JSON-RPC -32603 body.
 
 This module is the entry: it checks the path and the ``Host``/``Origin`` headers,
 reads a POST, and routes each message once to its era — :mod:`.modern` or
@@ -19,10 +20,14 @@ reads a POST, and routes each message once to its era — :mod:`.modern` or
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
+import msgspec
+
 from ....protocol.engine import Engine
-from ....protocol.events import Reply, RequestReceived
+from ....protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, flatten_text
+from ....protocol.events import Event, Reply, RequestReceived
 from ...base import RequestHandler
 from .asgi import (
     ClientDisconnected,
@@ -32,6 +37,7 @@ from .asgi import (
     Scope,
     Send,
     accepts,
+    json_error,
     read_body,
     send_json,
     send_reject,
@@ -43,6 +49,8 @@ from .sessions import HttpSession, SessionManager
 from .streams import EventStore, InMemoryEventStore
 
 __all__ = ["StreamableHTTPApp"]
+
+_log = logging.getLogger("mcpkit.http")
 
 
 class StreamableHTTPApp:
@@ -62,6 +70,8 @@ class StreamableHTTPApp:
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 10_000,
         keepalive_interval: float = 20.0,
+        max_session_requests: int = 100,
+        body_timeout: float | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/" if path is not None else None
@@ -71,12 +81,19 @@ class StreamableHTTPApp:
         self.allowed_origins = self._guard.allowed_origins
         self.dns_rebinding_protection = dns_rebinding_protection
         self.max_body_size = max_body_size
+        self.body_timeout = body_timeout
+        self.draining = False
         self.event_store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self.sessions = SessionManager(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
         self.keepalive_interval = keepalive_interval
         self._modern = ModernEndpoint(server, json_response=json_response)
         self._legacy = LegacyEndpoint(
-            server, self.sessions, self.event_store, json_response=json_response, keepalive_interval=keepalive_interval
+            server,
+            self.sessions,
+            self.event_store,
+            json_response=json_response,
+            keepalive_interval=keepalive_interval,
+            max_session_requests=max_session_requests,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -94,6 +111,8 @@ class StreamableHTTPApp:
             if method == "POST":
                 await self._post(receive, send, headers)
             elif method == "GET":
+                if self.draining:
+                    raise Reject(503, "Service Unavailable: shutting down", [(b"retry-after", b"5")])
                 await self._legacy.get(receive, send, headers)
             elif method == "DELETE":
                 await self._legacy.delete(send, headers)
@@ -101,6 +120,20 @@ class StreamableHTTPApp:
                 raise Reject(405, "Method Not Allowed", [(b"allow", b"GET, POST, DELETE")])
         except Reject as rej:
             await send_reject(send, rej)
+        except Exception:  # the last resort: never uvicorn's plain-text 500 and traceback
+            _log.exception("unexpected error serving %s %s", scope.get("method"), scope.get("path"))
+            # If the response has started, the ASGI server refuses this (safe_send ignores that).
+            await send_json(send, 500, json_error(None, McpError(INTERNAL_ERROR, "Internal error")))
+
+    def begin_shutdown(self) -> None:
+        """Start a graceful shutdown: end every GET stream and refuse new ones (503).
+        Requests in progress go on; the lifespan shutdown (or :meth:`close`) ends them."""
+        self.draining = True
+        self.sessions.close_streams()
+
+    def close(self) -> None:
+        """End every legacy session: cancel its handlers, end its streams."""
+        self.sessions.close_all()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         """Serve the ASGI lifespan protocol; shutdown ends every legacy session."""
@@ -109,7 +142,7 @@ class StreamableHTTPApp:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.sessions.close_all()
+                self.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -132,8 +165,9 @@ class StreamableHTTPApp:
         400 with its JSON-RPC error.
 
         Raises :class:`Reject`: 415 unless the body is JSON, 406 if ``Accept`` excludes
-        JSON or SSE, 413 for a body over ``max_body_size``, and what the eras raise.
-        Returns without answering if the client goes away while sending the body.
+        JSON or SSE, 413 for a body over ``max_body_size``, 408 for one not received
+        within ``body_timeout`` seconds, and what the eras raise. Returns without
+        answering if the client goes away while sending the body.
         """
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
@@ -142,13 +176,13 @@ class StreamableHTTPApp:
         if accept is not None and not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
             raise Reject(406, "Not Acceptable: Accept must allow application/json and text/event-stream")
         try:
-            body = await read_body(receive, headers, self.max_body_size)
+            body = await read_body(receive, headers, self.max_body_size, self.body_timeout)
         except ClientDisconnected:
             return
         session_id = headers.get("mcp-session-id")
         session = self.sessions.get(session_id) if session_id else None
         engine = session.engine if session is not None else Engine(max_error_text=self.server.max_error_text)
-        ev = engine.receive(body)
+        ev = self._parse(engine, body)
         if isinstance(ev, Reply):
             await send_json(send, 400, ev.data)
             return
@@ -159,6 +193,15 @@ class StreamableHTTPApp:
                 await self._modern.request(receive, send, headers, engine, ev, version)
                 return
         await self._legacy.post(receive, send, headers, session_id, session, engine, ev)
+
+    def _parse(self, engine: Engine, body: bytes) -> Event | None:
+        """``engine.receive(body)``; input the engine could not even parse (nested too
+        deeply, say) is answered as a parse error instead of escaping."""
+        try:
+            return engine.receive(body)
+        except (RecursionError, ValueError, msgspec.MsgspecError) as exc:
+            text = flatten_text(str(exc), self.server.max_error_text)
+            return Reply(json_error(None, McpError(PARSE_ERROR, f"Parse error: {text}")))
 
     def _outside_session(self, engine: Engine, session: HttpSession | None, request: RequestReceived) -> Engine:
         """The engine to run a modern request on: modern requests ignore

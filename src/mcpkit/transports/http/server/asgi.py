@@ -8,6 +8,7 @@ protocol eras. The statuses and text bodies of refusals are listed in docs/http.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
@@ -83,16 +84,30 @@ def accepts(accept: str, kind: str) -> bool:
     return False
 
 
-async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
+async def read_body(receive: Receive, headers: Headers, limit: int, timeout: float | None = None) -> bytes:
     """The whole request body, refused as soon as it is known to exceed ``limit`` bytes
-    (from ``Content-Length``, else while reading: never buffered whole).
+    (from ``Content-Length``, else while reading: never buffered whole), or if it has not
+    all arrived within ``timeout`` seconds (None: no limit).
 
-    Raises :class:`Reject` (413) for a body over the limit, :class:`ClientDisconnected`
-    if the client goes away first.
+    Raises :class:`Reject` (413) for a body over the limit, :class:`Reject` (408, with
+    ``Connection: close``) for one too slow, :class:`ClientDisconnected` if the client
+    goes away first. Cancellation propagates; nothing is kept.
     """
     declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    # ASCII digits only, and a length test before int(): no ValueError for a hostile value.
+    if declared is not None and declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
         raise Reject(413, f"Payload Too Large: the limit is {limit} bytes")
+    if timeout is None:
+        return await _read_all(receive, limit)
+    try:
+        async with asyncio.timeout(timeout):
+            return await _read_all(receive, limit)
+    except TimeoutError:
+        raise Reject(408, "Request Timeout: the body did not arrive in time", [(b"connection", b"close")]) from None
+
+
+async def _read_all(receive: Receive, limit: int) -> bytes:
+    """The body's chunks joined; raises like :func:`read_body`."""
     parts: list[bytes] = []
     size = 0
     while True:

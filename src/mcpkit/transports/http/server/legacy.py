@@ -11,11 +11,12 @@ responses POSTed outside any session are answered here too.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from ....protocol import meta as meta_keys
 from ....protocol.engine import Engine
 from ....protocol.eras import LEGACY
-from ....protocol.errors import INVALID_PARAMS, McpError
+from ....protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from ....protocol.events import CancelReceived, Event, NotificationReceived, RequestReceived, ResponseReceived
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....protocol.versions import supports
@@ -74,12 +75,14 @@ class LegacyEndpoint:
         *,
         json_response: bool | None,
         keepalive_interval: float,
+        max_session_requests: int,
     ) -> None:
         self._handler = handler
         self._sessions = sessions
         self._store = store
         self._json_response = json_response
         self._keepalive_interval = keepalive_interval
+        self._max_session_requests = max_session_requests
 
     def _live(self, session_id: str) -> HttpSession:
         """The live session ``session_id``; raises :class:`Reject` (404) if there is none."""
@@ -105,8 +108,9 @@ class LegacyEndpoint:
         parsed ``ev`` (the session's, or a fresh one); ``ev`` None is a message to ignore.
 
         Raises :class:`Reject`: 404 for an unknown session; 400 for a missing session or
-        an unsupported ``MCP-Protocol-Version``; 503 when ``initialize`` finds the
-        sessions full.
+        an unsupported ``MCP-Protocol-Version``; 429 past ``max_session_requests``; 503
+        when ``initialize`` finds the sessions full. A refused request leaves nothing in
+        the session's engine.
         """
         if not isinstance(ev, RequestReceived):
             await self._message(send, session_id, session, ev)
@@ -143,9 +147,15 @@ class LegacyEndpoint:
         self, receive: Receive, send: Send, headers: Headers, session: HttpSession, engine: Engine, request: RequestReceived
     ) -> None:
         """Run ``request`` in ``session``; the session is busy (never reaped) meanwhile.
-        The handler runs on if the client disconnects."""
-        _refuse_modern_version_header(headers, request)
-        _check_session_version_header(headers)
+        The handler runs on if the client disconnects. Raises :class:`Reject` (400, 429)
+        after forgetting the request, so that its id is free again."""
+        try:
+            _refuse_modern_version_header(headers, request)
+            _check_session_version_header(headers)
+            self._check_in_flight(engine, request)
+        except Reject:
+            engine.abandon(request.id)
+            raise
         exchange = Exchange(
             self._handler,
             engine,
@@ -160,7 +170,16 @@ class LegacyEndpoint:
             await exchange.run(receive, send)
         finally:
             session.busy -= 1
-            session.touch()
+            self._sessions.touch(session)
+
+    def _check_in_flight(self, engine: Engine, request: RequestReceived) -> None:
+        """Raises :class:`Reject` (429, ``Retry-After``, -32603) if the session already
+        has ``max_session_requests`` requests unanswered (their handlers running, whether
+        or not their clients still wait)."""
+        limit = self._max_session_requests
+        if len(engine.incoming) > limit:
+            err = McpError(INTERNAL_ERROR, f"Too many requests in progress: the limit is {limit} per session", status=429)
+            raise Reject(429, str(err), [(b"retry-after", b"1")], body=json_error(request.id, err))
 
     async def _message(self, send: Send, session_id: str | None, session: HttpSession | None, ev: Event | None) -> None:
         """A notification or a response: 202 Accepted. In a session, a cancellation
@@ -206,7 +225,7 @@ class LegacyEndpoint:
         sink = stream.attach()
         # Flush the headers at once; with an id to resume from where the revision primes streams.
         first = await stream.prime() if session.primes_streams else b": stream open\n\n"
-        await _pipe(receive, send, stream, sink, first, self._keepalive_interval)
+        await _pipe(receive, send, stream, sink, first, self._keepalive_interval, self._sessions.reap)
 
     async def _resume(self, receive: Receive, send: Send, session: HttpSession, last_event_id: str) -> None:
         """Replay the events after ``last_event_id``, then go on live if its stream is
@@ -222,7 +241,7 @@ class LegacyEndpoint:
             sink = await stream.resume(last_event_id, collect)
             if sink is None:
                 raise Reject(404, "Not Found: unknown Last-Event-ID")
-            await _pipe(receive, send, stream, sink, b"".join(frames), self._keepalive_interval)
+            await _pipe(receive, send, stream, sink, b"".join(frames), self._keepalive_interval, self._sessions.reap)
             return
 
         async def replay(event_id: str, message: bytes) -> None:
@@ -246,11 +265,19 @@ class LegacyEndpoint:
 
 
 async def _pipe(
-    receive: Receive, send: Send, stream: SseStream, sink: asyncio.Queue[bytes | None], first: bytes, keepalive_interval: float
+    receive: Receive,
+    send: Send,
+    stream: SseStream,
+    sink: asyncio.Queue[bytes | None],
+    first: bytes,
+    keepalive_interval: float,
+    on_idle: Callable[[], None],
 ) -> None:
     """Answer with ``stream``: ``first``, then its frames from ``sink``, until the stream
-    ends or the client goes away; a keep-alive comment every ``keepalive_interval``
-    seconds while idle. The connection is detached from the stream on return."""
+    ends or the client goes away; while idle, every ``keepalive_interval`` seconds a
+    keep-alive comment and a call to ``on_idle`` (which reaps idle sessions: this
+    stream's own ends it). The connection is detached from the stream on return, also on
+    cancellation."""
     watcher = asyncio.get_running_loop().create_task(wait_disconnect(receive))
     try:
         await start_sse(send)
@@ -263,6 +290,7 @@ async def _pipe(
                 getter.cancel()
                 if not watcher.done():
                     await send_frame(send, KEEPALIVE)
+                    on_idle()
                 continue
             frame = getter.result()
             if frame is None:

@@ -17,7 +17,7 @@ import msgspec
 from ....protocol import meta as meta_keys
 from ....protocol.engine import Engine
 from ....protocol.eras import MODERN
-from ....protocol.errors import McpError
+from ....protocol.errors import INVALID_PARAMS, McpError
 from ....protocol.events import RequestReceived
 from ....protocol.headers import check_request_headers
 from ....protocol.types import Params
@@ -33,11 +33,12 @@ _decode_meta = msgspec.json.Decoder(Params).decode
 
 def meta_protocol_version(request: RequestReceived) -> Any:
     """The protocol version ``request`` names in ``params._meta`` (any JSON value), or
-    None if it names none — then it is not a modern request. A malformed ``_meta``
-    names none here; the dispatcher answers it with -32602."""
+    None if it names none — then it is not a modern request. A malformed ``_meta`` (a
+    number out of range, nesting too deep, …) names none here; the dispatcher answers it
+    with -32602. Never raises."""
     try:
         meta = _decode_meta(request.params).meta if request.params else None
-    except msgspec.ValidationError:
+    except (msgspec.MsgspecError, RecursionError, ValueError):
         meta = None
     return meta.get(meta_keys.PROTOCOL_VERSION) if isinstance(meta, dict) else None
 
@@ -58,12 +59,16 @@ class ModernEndpoint:
         A header that disagrees with the body is answered with -32020 and HTTP 400. A
         version we do not speak is checked only when ``MCP-Protocol-Version`` differs
         from it (a mismatch wins); otherwise the dispatcher answers -32022, listing the
-        versions we speak. The handler is cancelled if the client disconnects.
+        versions we speak. Params the check cannot decode are answered with -32602 and
+        HTTP 400. The handler is cancelled if the client disconnects.
         """
         known = isinstance(version, str) and supports(version, "request-meta")
         try:
             if known or headers.get("mcp-protocol-version") != version:
-                check_request_headers(headers, request.method, request.params, version, self._handler.header_rules)
+                try:
+                    check_request_headers(headers, request.method, request.params, version, self._handler.header_rules)
+                except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
+                    raise McpError(INVALID_PARAMS, "Invalid params: they cannot be decoded", status=400) from exc
         except McpError as err:
             await send_json(send, MODERN.error_status(err), json_error(request.id, err))
             return

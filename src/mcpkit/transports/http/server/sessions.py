@@ -1,6 +1,11 @@
 """Legacy-era (2025-11-25 and earlier) sessions: :class:`HttpSession` (one client's
 engine, request tasks and streams) and :class:`SessionManager` (the live ones, with an
 idle timeout and a cap).
+
+Sessions are kept in order of the client's last activity (a request, or opening a
+stream), so reaping and admission look only at the oldest: constant time per session,
+however many are live. What the server sends on a stream (events, keep-alive comments)
+is not the client's activity: an idle session is ended even with a GET stream open.
 """
 
 from __future__ import annotations
@@ -8,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections import OrderedDict
 from typing import Any
 
 from ....protocol.engine import Engine
@@ -68,23 +74,33 @@ class HttpSession:
         return self.streams.get(stream_id)
 
     def close(self) -> None:
-        """End the session: cancel its handlers, end its streams."""
+        """End the session: cancel its handlers, end its streams, and drop their stored
+        events if the store can (they can no longer be resumed)."""
         self.closed = True
         for task in self.engine.abandon_all():
             if isinstance(task, asyncio.Task):
                 task.cancel()
         fail_waiters(self.engine.fail_all(), lambda: ConnectionClosed("Session ended"))
         for stream in self.streams.values():
-            stream.close()
+            stream.abort()
+        discard = getattr(self.store, "discard_session", None)
+        if callable(discard):
+            discard(self.id)
+
+    def close_standalone(self) -> None:
+        """End the session's GET stream, if it has one (the server is shutting down)."""
+        if self.standalone is not None:
+            self.standalone.close()
 
 
 class SessionManager:
-    """Live legacy sessions: minted ids, an idle timeout, and a cap."""
+    """Live legacy sessions, least recently active first: minted ids, an idle timeout,
+    and a cap."""
 
     def __init__(self, *, idle_timeout: float, max_sessions: int) -> None:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
-        self._sessions: dict[str, HttpSession] = {}
+        self._sessions: OrderedDict[str, HttpSession] = OrderedDict()
         self._last_reap = time.monotonic()
 
     def __len__(self) -> int:
@@ -106,11 +122,18 @@ class SessionManager:
         return True
 
     def get(self, session_id: str) -> HttpSession | None:
+        """The live session ``session_id`` (its client is active now), or None."""
         self.reap()
         session = self._sessions.get(session_id)
         if session is not None:
-            session.touch()
+            self.touch(session)
         return session
+
+    def touch(self, session: HttpSession) -> None:
+        """Note the client's activity in ``session`` now."""
+        session.touch()
+        if session.id in self._sessions:
+            self._sessions.move_to_end(session.id)
 
     def remove(self, session_id: str) -> HttpSession | None:
         session = self._sessions.pop(session_id, None)
@@ -120,16 +143,26 @@ class SessionManager:
 
     def reap(self, *, force: bool = False) -> None:
         """End sessions idle for longer than ``idle_timeout`` (checked at most once a
-        second unless forced). A session with a request in progress or an attached
-        stream is not idle."""
+        second unless forced). Only the oldest are examined: each is ended, or, if a
+        request of it is in progress (it is not idle), moved to the back."""
         now = time.monotonic()
         if not force and now - self._last_reap < 1.0:
             return
         self._last_reap = now
-        for sid, session in list(self._sessions.items()):
-            active = session.busy or any(s.attached for s in session.streams.values())
-            if not active and now - session.last_active > self.idle_timeout:
+        cutoff = now - self.idle_timeout
+        for _ in range(len(self._sessions)):
+            sid, session = next(iter(self._sessions.items()))
+            if session.last_active >= cutoff:
+                return
+            if session.busy:
+                self.touch(session)
+            else:
                 self.remove(sid)
+
+    def close_streams(self) -> None:
+        """End every session's GET stream (the server is shutting down)."""
+        for session in self._sessions.values():
+            session.close_standalone()
 
     def close_all(self) -> None:
         for sid in list(self._sessions):

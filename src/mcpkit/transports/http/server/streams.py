@@ -43,32 +43,68 @@ class EventStore(Protocol):
 class InMemoryEventStore:
     """The default :class:`EventStore`: bounded, in this process's memory.
 
-    Keeps at most ``max_events_per_stream`` events per stream and ``max_streams``
-    streams (least recently written dropped first).
+    Streams are grouped by owner: the part of the stream id before its last ``-`` (the
+    legacy session, for the streams the app creates). Keeps at most
+    ``max_events_per_stream`` events per stream (oldest dropped first) and
+    ``max_streams_per_session`` streams per owner: a new stream past that quota drops the
+    same owner's least recently written stream, so one session's traffic never evicts
+    another's. ``max_streams`` bounds all streams together: past it the least recently
+    written owner loses its oldest stream. :meth:`discard_session` drops an owner's
+    streams (the app calls it when a session ends).
     """
 
-    def __init__(self, *, max_events_per_stream: int = 1000, max_streams: int = 10_000) -> None:
+    def __init__(
+        self, *, max_events_per_stream: int = 1000, max_streams: int = 10_000, max_streams_per_session: int = 16
+    ) -> None:
         self.max_events_per_stream = max_events_per_stream
         self.max_streams = max_streams
-        self._streams: OrderedDict[str, deque[tuple[int, bytes]]] = OrderedDict()
+        self.max_streams_per_session = max_streams_per_session
+        self._owners: OrderedDict[str, OrderedDict[str, deque[tuple[int, bytes]]]] = OrderedDict()
+        self._count = 0
         self._seq = itertools.count(1)
 
     async def store_event(self, stream_id: str, message: bytes) -> str:
-        events = self._streams.get(stream_id)
-        if events is None:
-            events = self._streams[stream_id] = deque(maxlen=self.max_events_per_stream)
-            while len(self._streams) > self.max_streams:
-                self._streams.popitem(last=False)
+        owner = _owner(stream_id)
+        streams = self._owners.get(owner)
+        if streams is None:
+            streams = self._owners[owner] = OrderedDict()
         else:
-            self._streams.move_to_end(stream_id)
+            self._owners.move_to_end(owner)
+        events = streams.get(stream_id)
+        if events is None:
+            events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
+            self._count += 1
+            if len(streams) > self.max_streams_per_session:
+                streams.popitem(last=False)
+                self._count -= 1
+            while self._count > self.max_streams:
+                self._evict_oldest()
+        else:
+            streams.move_to_end(stream_id)
         seq = next(self._seq)
         events.append((seq, message))
         return f"{stream_id}.{seq}"
 
+    def _evict_oldest(self) -> None:
+        """Drop the oldest stream of the least recently written owner."""
+        owner, streams = next(iter(self._owners.items()))
+        streams.popitem(last=False)
+        self._count -= 1
+        if not streams:
+            del self._owners[owner]
+
+    def discard_session(self, session_id: str) -> None:
+        """Forget every stream of owner ``session_id`` (its session has ended)."""
+        streams = self._owners.pop(session_id, None)
+        if streams is not None:
+            self._count -= len(streams)
+
     async def replay_events_after(self, last_event_id: str, send: SendEvent) -> str | None:
         stream_id, _, seq_text = last_event_id.rpartition(".")
-        events = self._streams.get(stream_id)
-        if events is None or not seq_text.isdigit():
+        streams = self._owners.get(_owner(stream_id))
+        events = streams.get(stream_id) if streams is not None else None
+        # ASCII digits only, and few enough for int(): never a ValueError for a hostile id.
+        if events is None or not (seq_text.isascii() and seq_text.isdigit() and len(seq_text) <= 19):
             return None
         after = int(seq_text)
         snapshot = list(events)
@@ -78,6 +114,11 @@ class InMemoryEventStore:
             if seq > after:
                 await send(f"{stream_id}.{seq}", message)
         return stream_id
+
+
+def _owner(stream_id: str) -> str:
+    """The owner of a stream: its id up to the last ``-`` (the whole id if it has none)."""
+    return stream_id.rpartition("-")[0] or stream_id
 
 
 class SseStream:
@@ -158,4 +199,14 @@ class SseStream:
             return self.attach()
 
     def close(self) -> None:
+        """End the stream after the messages already queued."""
         self.put(None)
+
+    def abort(self) -> None:
+        """End the stream now: messages not yet stored are dropped, and nothing more is
+        stored (its session has ended: no one can resume it)."""
+        if not self.finished:
+            while not self._pending.empty():
+                self._pending.get_nowait()
+            self._pending.put_nowait(None)
+            self.finished = True
