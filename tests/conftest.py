@@ -1,11 +1,18 @@
-"""Shared fixtures: paths and a helper to spawn Python servers over stdio."""
+"""Shared helpers: paths, spawning Python servers (over stdio, or listening on
+127.0.0.1), free ports, and a process's memory."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -34,3 +41,48 @@ def load_server(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident memory (``VmRSS``) or its peak (``VmHWM``), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for pid {pid}")
+
+
+@contextlib.contextmanager
+def listening(command: list[str], port: int, *, timeout: float = 20.0, **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``command``, a server that listens on 127.0.0.1:``port``; yield it once it
+    accepts connections. At the end it gets SIGTERM, then SIGKILL after 5 s."""
+    proc: subprocess.Popen[bytes] = subprocess.Popen(command, **popen)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                errors = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                raise AssertionError(f"server exited during start-up: {errors}")
+            assert time.monotonic() < deadline, f"server did not start listening within {timeout:g} s"
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()

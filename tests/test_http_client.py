@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import SERVERS
+from conftest import SERVERS, free_port
 from mcpkit import Client, ClientOptions, ConnectionClosed, HttpTransport, McpError, RequestTimeout
 from mcpkit.protocol.headers import decode_header_value, encode_header_value, x_mcp_header_map
 
@@ -34,19 +34,13 @@ OFFICIAL_MODES = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def _servers(commands: dict[str, list[str]]) -> Iterator[dict[str, str]]:
     """Start every server at once; yield name -> base URL once all listen (30 s at most)."""
     procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     try:
         for name, args in commands.items():
-            port = _free_port()
+            port = free_port()
             cmd = [sys.executable, str(SERVERS / args[0]), str(port), *args[1:]]
             procs[name] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL), port)
         deadline = time.monotonic() + 30
@@ -225,7 +219,7 @@ async def test_mcpkit_server_session_deleted_behind_the_clients_back(mcpkit_serv
 async def test_connection_refused_is_connection_closed_quickly(options: ClientOptions | None) -> None:
     started = time.monotonic()
     with pytest.raises(ConnectionClosed) as info:
-        async with Client(HttpTransport(f"http://127.0.0.1:{_free_port()}/mcp"), options) as client:
+        async with Client(HttpTransport(f"http://127.0.0.1:{free_port()}/mcp"), options) as client:
             await client.list_tools()  # a pinned modern client sends nothing before this
     assert info.value.local
     assert time.monotonic() - started < 2

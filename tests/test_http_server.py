@@ -24,7 +24,6 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -34,9 +33,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Mount
 
+from conftest import SERVERS, free_port, listening, rss_kib
 from mcpkit import Context, HttpError, InMemoryEventStore, McpError, Server
-
-SERVERS = Path(__file__).resolve().parent / "servers"
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -761,46 +759,13 @@ def test_10mb_chunked_body_rejected_before_the_client_finished_sending(counted: 
     assert 4 * MiB < app.received <= 4 * MiB + 1 * MiB, app.received
 
 
-def _peak_rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmHWM")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def subprocess_url() -> Iterator[tuple[str, int]]:
     """``python tests/servers/httpsrv_basic.py PORT``: ``Server.run(transport="http")``."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVERS / "httpsrv_basic.py"), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-            assert time.monotonic() < deadline, "server did not start listening within 20 s"
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    port = free_port()
+    command = [sys.executable, str(SERVERS / "httpsrv_basic.py"), str(port)]
+    with listening(command, port, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
         yield f"http://127.0.0.1:{port}/mcp", proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def test_run_http_serves_and_10mb_body_is_not_buffered(http: httpx.Client, subprocess_url: tuple[str, int]) -> None:
@@ -814,7 +779,7 @@ def test_run_http_serves_and_10mb_body_is_not_buffered(http: httpx.Client, subpr
     # Warm the body-reading path too (a body under the limit), so one-off allocations are counted.
     body, headers = modern("tools/call", {"name": "echo", "arguments": {"text": "w" * (256 * 1024)}})
     assert http.post(url, json=body, headers=headers).status_code == 200
-    baseline = _peak_rss_kib(pid)
+    baseline = rss_kib(pid, "VmHWM")
     yielded = 0
 
     def generate() -> Iterator[bytes]:
@@ -827,7 +792,7 @@ def test_run_http_serves_and_10mb_body_is_not_buffered(http: httpx.Client, subpr
     body, headers = modern("tools/list")
     resp = http.post(url, content=generate(), headers=headers)
     assert_plain(resp, 413)
-    growth_kib = _peak_rss_kib(pid) - baseline
+    growth_kib = rss_kib(pid, "VmHWM") - baseline
     assert growth_kib < 8 * 1024, f"server peak RSS grew by {growth_kib} KiB for a 10 MiB body"
     assert yielded > 4 * MiB  # the client really tried to send well past the limit
 

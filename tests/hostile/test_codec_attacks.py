@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -24,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import LEGACY, MODERN, server_command
+from conftest import LEGACY, MODERN, free_port, listening, server_command
 from mcpkit.protocol.sse import SSEParser
 
 pytestmark = pytest.mark.timeout(60)
@@ -137,36 +136,12 @@ def test_sse_semantics_kept_however_the_stream_is_split() -> None:
 # --- a real server over HTTP ----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(server_command("hostile_codec", "http", str(port)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-            assert time.monotonic() < deadline, "server did not start listening within 20 s"
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    port = free_port()
+    command = server_command("hostile_codec", "http", str(port))
+    with listening(command, port, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -35,7 +34,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import LEGACY, MODERN, load_server, server_command
+from conftest import LEGACY, MODERN, free_port, listening, load_server, rss_kib, server_command
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,10 +53,7 @@ ERA_NAMES = ["modern", "legacy"]
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
+    return rss_kib(pid) / 1024
 
 
 class Run:
@@ -304,31 +300,13 @@ ECHO_FINAL = {"name": "echo", "arguments": {"text": "final"}}
 # =================================================================================================
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    port = _free_port()
+    port = free_port()
     with open(tmp_path / "stderr.txt", "wb") as errors:
-        proc = subprocess.Popen([*server_command("hostile_fuzz_server"), str(port)], stdout=subprocess.DEVNULL, stderr=errors)
-        try:
-            deadline = time.monotonic() + 20
-            while True:
-                assert proc.poll() is None, "the server exited during start-up"
-                assert time.monotonic() < deadline, "the server did not start listening within 20 s"
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+        command = [*server_command("hostile_fuzz_server"), str(port)]
+        with listening(command, port, stdout=subprocess.DEVNULL, stderr=errors) as proc:
             yield f"http://127.0.0.1:{port}/mcp", proc, tmp_path / "stderr.txt"
-        finally:
-            proc.kill()
-            proc.wait(10)
 
 
 def sse_messages(text: str) -> list[Any]:

@@ -24,7 +24,7 @@ import httpx
 import pytest
 import uvicorn
 
-from conftest import LEGACY, MODERN, load_server, server_command
+from conftest import LEGACY, MODERN, free_port, listening, load_server, server_command
 from mcpkit import InMemoryEventStore
 from mcpkit.transports.http.server.app import StreamableHTTPApp
 from mcpkit.transports.http.server.sessions import HttpSession, SessionManager
@@ -66,30 +66,14 @@ def _serve(app: Any) -> Iterator[str]:
 @contextlib.contextmanager
 def _spawn(mode: str, nofile: int | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """Run tests/servers/hostile_http.py in ``mode`` (optionally with a descriptor limit)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
 
     def limit() -> None:
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
-    proc = subprocess.Popen(server_command("hostile_http", str(port), mode), preexec_fn=limit, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, "server exited during start-up"
-            assert time.monotonic() < deadline, "server did not start listening within 20 s"
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with listening(server_command("hostile_http", str(port), mode), port, preexec_fn=limit, stderr=subprocess.DEVNULL) as proc:
         yield proc, f"http://127.0.0.1:{port}/mcp"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
 
 
 # --- messages --------------------------------------------------------------------------------------

@@ -20,12 +20,11 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import MODERN, server_command
+from conftest import MODERN, rss_kib, server_command
 from mcpkit.protocol.engine import Engine
 from mcpkit.protocol.events import Reply, RequestReceived
 from mcpkit.runtime.peer import Peer
@@ -36,13 +35,6 @@ pytestmark = pytest.mark.timeout(60)
 
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
 DEEP = 100_000
-
-
-def rss_kib(pid: int, field: str = "VmRSS") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
 def call_line(rid: int, name: str = "echo", arguments: dict[str, Any] | None = None) -> bytes:

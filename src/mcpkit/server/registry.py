@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import msgspec
 
@@ -17,8 +17,9 @@ from .features.prompts import PromptDef
 from .features.resources import ResourceDef, TemplateDef
 from .features.tools import ToolDef
 
-__all__ = ["Registry", "Settings", "Middleware", "CallNext"]
+__all__ = ["Registry", "Settings", "Setting", "Middleware", "CallNext"]
 
+T = TypeVar("T")
 CallNext = Callable[[], Awaitable[Any]]
 Middleware = Callable[[Context, CallNext], Awaitable[Any]]
 
@@ -34,6 +35,28 @@ class Settings:
     page_size: int = 1000
     cache_ttl_ms: int = 0
     cache_scope: Literal["public", "private"] = "private"
+
+
+class Setting(Generic[T]):
+    """A ``Server`` attribute kept in its :class:`Settings`, where request handling
+    reads it: changing the attribute changes what later requests see."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: Any, objtype: type | None = None) -> T: ...
+
+    def __get__(self, obj: Any | None, objtype: type | None = None) -> T | Setting[T]:
+        if obj is None:
+            return self
+        return getattr(obj._registry.settings, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, obj: Any, value: T) -> None:
+        setattr(obj._registry.settings, self.name, value)
 
 
 class Registry:

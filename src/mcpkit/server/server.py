@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
 
@@ -28,7 +28,7 @@ from .dispatch import Dispatcher
 from .features.prompts import PromptDef
 from .features.resources import ResourceDef, TemplateDef, is_valid_uri
 from .features.tools import tool_from_function, tool_from_schema
-from .registry import CallNext, Middleware, Registry, Settings
+from .registry import CallNext, Middleware, Registry, Setting, Settings
 from .schema import parse_docstring
 from .session import Session
 
@@ -40,29 +40,6 @@ __all__ = ["Server", "Middleware", "CallNext"]
 log = logging.getLogger("mcpkit.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
-
-
-class _Setting(Generic[T]):
-    """A ``Server`` attribute kept in its :class:`Settings`, where request handling
-    reads it: changing the attribute changes what later requests see."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, objtype: type | None = None) -> _Setting[T]: ...
-
-    @overload
-    def __get__(self, obj: Server, objtype: type | None = None) -> T: ...
-
-    def __get__(self, obj: Server | None, objtype: type | None = None) -> T | _Setting[T]:
-        if obj is None:
-            return self
-        return getattr(obj._registry.settings, self.name)  # type: ignore[no-any-return]
-
-    def __set__(self, obj: Server, value: T) -> None:
-        setattr(obj._registry.settings, self.name, value)
 
 
 class Server:
@@ -75,13 +52,13 @@ class Server:
     on one stdio or in-memory connection: at the bound, reading it pauses until one is done.
     """
 
-    eras = _Setting[Literal["dual", "modern", "legacy"]]()
-    expose_internal_errors = _Setting[bool]()
-    mask_tool_errors = _Setting[bool]()
-    max_error_text = _Setting[int]()
-    page_size = _Setting[int]()
-    cache_ttl_ms = _Setting[int]()
-    cache_scope = _Setting[Literal["public", "private"]]()
+    eras = Setting[Literal["dual", "modern", "legacy"]]()
+    expose_internal_errors = Setting[bool]()
+    mask_tool_errors = Setting[bool]()
+    max_error_text = Setting[int]()
+    page_size = Setting[int]()
+    cache_ttl_ms = Setting[int]()
+    cache_scope = Setting[Literal["public", "private"]]()
 
     def __init__(
         self,
