@@ -20,7 +20,6 @@ from ....protocol.eras import MODERN
 from ....protocol.errors import INVALID_PARAMS, McpError
 from ....protocol.events import RequestReceived
 from ....protocol.headers import check_request_headers
-from ....protocol.types import Params
 from ....protocol.versions import supports
 from ...base import RequestHandler
 from .asgi import Headers, Receive, Send, json_error, send_json
@@ -28,19 +27,33 @@ from .exchange import Exchange
 
 __all__ = ["meta_protocol_version", "ModernEndpoint"]
 
-_decode_meta = msgspec.json.Decoder(Params).decode
+
+
+class _MetaVersion(msgspec.Struct):
+    version: Any = msgspec.field(default=None, name=meta_keys.PROTOCOL_VERSION)
+
+
+class _ParamsVersion(msgspec.Struct):
+    """Only ``params._meta``'s protocol version: the other members are skipped, so a
+    number out of range elsewhere in ``_meta`` does not hide the version (the
+    dispatcher then answers that number with -32602)."""
+
+    meta: _MetaVersion | None = msgspec.field(default=None, name="_meta")
+
+
+_decode_version = msgspec.json.Decoder(_ParamsVersion).decode
 
 
 def meta_protocol_version(request: RequestReceived) -> Any:
     """The protocol version ``request`` names in ``params._meta`` (any JSON value), or
-    None if it names none — then it is not a modern request. A malformed ``_meta`` (a
-    number out of range, nesting too deep, …) names none here; the dispatcher answers it
-    with -32602. Never raises."""
+    None if it names none — then it is not a modern request. Members of ``_meta`` other
+    than the version are not decoded here; a ``_meta`` that is not an object, or a
+    version nested too deeply, names none. Never raises."""
     try:
-        meta = _decode_meta(request.params).meta if request.params else None
+        meta = _decode_version(request.params).meta if request.params else None
     except (msgspec.MsgspecError, RecursionError, ValueError):
-        meta = None
-    return meta.get(meta_keys.PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        return None
+    return meta.version if meta is not None else None
 
 
 class ModernEndpoint:
