@@ -28,7 +28,6 @@ from .exchange import Exchange
 __all__ = ["meta_protocol_version", "ModernEndpoint"]
 
 
-
 class _MetaVersion(msgspec.Struct):
     version: Any = msgspec.field(default=None, name=meta_keys.PROTOCOL_VERSION)
 
