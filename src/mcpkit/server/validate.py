@@ -3,9 +3,10 @@
 Schemas that use only the common structural keywords (what mcpkit derives from type
 hints, and most hand-written tool schemas) are checked by a small validator here:
 no import cost, no native library in memory. Anything else — other keywords, remote or
-non-``$defs`` references, another dialect — goes to ``jsonschema_rs``, a complete JSON
-Schema 2020-12 implementation, imported on first use. Both give the same kind of
-one-line reason.
+non-``$defs`` references, a ``pattern`` whose ECMA-262 meaning Python's ``re`` does not
+share, another dialect — goes to ``jsonschema_rs``, a complete JSON Schema 2020-12
+implementation, imported on first use. Both give the same kind of one-line reason;
+tests/test_validator_differential.py holds the two against each other.
 """
 
 from __future__ import annotations
@@ -24,37 +25,19 @@ _ANNOTATIONS = frozenset(
     {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment", "format", "$schema"}
 )
 _HANDLED = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "prefixItems",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "anyOf",
-        "allOf",
-        "oneOf",
-        "$ref",
-        "$defs",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minProperties",
-        "maxProperties",
-    }
+    {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems", "$ref", "$defs"}
+    | {"minItems", "maxItems", "uniqueItems", "anyOf", "allOf", "oneOf", "minLength", "maxLength", "pattern"}
+    | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minProperties", "maxProperties"}
 )
 _TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 #: The reason given for a value nested too deeply to validate.
 _TOO_DEEP = "nested too deeply to validate"
+#: The ``$ref`` values whose name needs no URI or JSON Pointer unescaping (``~1``, ``%20``).
+_PLAIN_REF = re.compile(r"#/\$defs/[A-Za-z0-9_.-]+")
+#: The ``pattern`` values whose ECMA-262 meaning Python's ``re`` gives once ``$`` and ``.``
+#: are translated (:func:`_ecma`): literals, simple classes, groups, alternation and
+#: quantifiers; no escapes (``\d``, ``\w``, ``\s`` differ), no ``(?`` and no possessive ``+``.
+_PORTABLE_PATTERN = re.compile(r"\^?(?:[A-Za-z0-9_ .-]|\[\^?[A-Za-z0-9_ -]+\]|[*+?|()]|\{\d+(?:,\d*)?\})*\$?")
 
 
 class SchemaError(ValueError):
@@ -75,6 +58,8 @@ def _path(parts: Sequence[str | int]) -> str:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # JSON has no NaN or infinity: msgspec would show null
     if isinstance(value, str) and len(value) > 80:
         value = value[:80]  # no need to encode all of a long string to show its start
     try:
@@ -100,7 +85,7 @@ def _simple(schema: Any, root: Mapping[str, Any]) -> bool:
         if key not in _HANDLED:
             return False
         if key == "$ref":
-            if not (isinstance(value, str) and value.startswith("#/$defs/") and value[8:] in root.get("$defs", {})):
+            if not (isinstance(value, str) and _PLAIN_REF.fullmatch(value) and value[8:] in root.get("$defs", {})):
                 return False
         elif key == "type":
             kinds = [value] if isinstance(value, str) else value
@@ -122,9 +107,7 @@ def _simple(schema: Any, root: Mapping[str, Any]) -> bool:
             if not isinstance(value, list):
                 return False
         elif key == "pattern":
-            try:
-                re.compile(value)
-            except (re.error, TypeError):
+            if not (isinstance(value, str) and _portable(value)):
                 return False
         elif key in ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"):
             if type(value) is not int or value < 0:
@@ -135,6 +118,26 @@ def _simple(schema: Any, root: Mapping[str, Any]) -> bool:
         elif key == "uniqueItems" and type(value) is not bool:
             return False
     return True
+
+
+def _portable(pattern: str) -> bool:
+    """Whether ``pattern`` means the same in ECMA-262 and, through :func:`_ecma`, in ``re``."""
+    if not _PORTABLE_PATTERN.fullmatch(pattern) or "(?" in pattern or "--" in pattern or re.search(r"[*+?}]\+", pattern):
+        return False
+    try:
+        re.compile(_ecma(pattern))
+    except re.error:
+        return False
+    return True
+
+
+def _ecma(pattern: str) -> str:
+    """A portable ``pattern`` (:data:`_PORTABLE_PATTERN`) in Python's dialect: ECMA-262's
+    ``$`` matches only at the end (Python's also before a final newline), and its ``.``
+    matches no line terminator (Python's matches all but a newline)."""
+    if pattern.endswith("$"):
+        pattern = pattern[:-1] + r"\Z"
+    return pattern.replace(".", "[^\n\r\u2028\u2029]")
 
 
 def _is_type(value: Any, kind: str) -> bool:
@@ -278,7 +281,7 @@ class _Simple:
         if pattern is not None:
             rx = self._patterns.get(pattern)
             if rx is None:
-                rx = self._patterns[pattern] = re.compile(pattern)
+                rx = self._patterns[pattern] = re.compile(_ecma(pattern))
             if rx.search(value) is None:
                 return self._where(path, what, f"{_show(value)} does not match {_show(pattern)}")
         return None
