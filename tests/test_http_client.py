@@ -34,25 +34,50 @@ OFFICIAL_MODES = {
 }
 
 
+INHERIT_SOCKET = {"http_fake.py"}  # scripts that serve on a listening socket the test bound (``--fd``)
+
+
+def _start(script: str, flags: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """Spawn a server script. One that takes ``--fd`` gets a socket bound and listening
+    here, so no other process can take its port between choosing and binding it."""
+    if script not in INHERIT_SOCKET:
+        port = free_port()
+        return subprocess.Popen([sys.executable, str(SERVERS / script), str(port), *flags], stdout=subprocess.DEVNULL), port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        fd = sock.fileno()
+        cmd = [sys.executable, str(SERVERS / script), "--fd", str(fd), *flags]
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, pass_fds=[fd]), int(sock.getsockname()[1])
+
+
+def _wait_listening(name: str, script: str, proc: subprocess.Popen[bytes], port: int, deadline: float) -> None:
+    """Return once the server answers on ``port``: an HTTP answer from a server on an
+    inherited socket (connections queue there from the start), else a TCP connection."""
+    if script in INHERIT_SOCKET:
+        with httpx.Client(timeout=max(1.0, deadline - time.monotonic())) as http:
+            assert http.get(f"http://127.0.0.1:{port}/_log").status_code == 200, f"server {name} is not the fake"
+        return
+    while True:
+        assert proc.poll() is None, f"server {name} exited with {proc.returncode}"
+        assert time.monotonic() < deadline, f"server {name} did not start listening"
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def _servers(commands: dict[str, list[str]]) -> Iterator[dict[str, str]]:
     """Start every server at once; yield name -> base URL once all listen (30 s at most)."""
     procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     try:
         for name, args in commands.items():
-            port = free_port()
-            cmd = [sys.executable, str(SERVERS / args[0]), str(port), *args[1:]]
-            procs[name] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL), port)
+            procs[name] = _start(args[0], args[1:])
         deadline = time.monotonic() + 30
         for name, (proc, port) in procs.items():
-            while True:
-                assert proc.poll() is None, f"server {name} exited with {proc.returncode}"
-                assert time.monotonic() < deadline, f"server {name} did not start listening"
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            _wait_listening(name, commands[name][0], proc, port, deadline)
         yield {name: f"http://127.0.0.1:{port}" for name, (_, port) in procs.items()}
     finally:
         for proc, _ in procs.values():
@@ -81,6 +106,22 @@ async def _log(base: str) -> list[dict[str, Any]]:
     async with httpx.AsyncClient() as http:
         entries: list[dict[str, Any]] = (await http.get(base + "/_log")).json()
         return entries
+
+
+async def _log_when(
+    base: str, *, method: str = "", contains: str = "", session: str = "", count: int = 1
+) -> list[dict[str, Any]]:
+    """The fake server's log once ``count`` entries have ``method``, ``contains`` in their
+    body and session id ``session`` (each: any if empty), or as it is after 10 s (the
+    caller asserts on it)."""
+    query = {"method": method, "contains": contains, "session": session, "count": str(count), "timeout": "10"}
+    async with httpx.AsyncClient(timeout=20) as http:
+        entries: list[dict[str, Any]] = (await http.get(base + "/_wait", params=query)).json()
+        return entries
+
+
+def _count(log: list[dict[str, Any]], method: str = "", contains: str = "") -> int:
+    return sum(1 for e in log if method in ("", e["method"]) and contains in e.get("body", ""))
 
 
 def _text(result: Any) -> str:
@@ -127,15 +168,10 @@ async def test_official_server_sees_deadline_as_cancellation(
     async with Client(HttpTransport(official[mode]), options) as client:
         started = time.monotonic()
         with pytest.raises(RequestTimeout) as info:
-            await client.call_tool("block", {"seconds": 10, "tag": tag}, timeout=0.5)
+            await client.call_tool("block", {"seconds": 10, "tag": tag}, timeout=1.0)
         assert info.value.local
-        assert time.monotonic() - started < 2
-        for _ in range(50):
-            state = _text(await client.call_tool("state", {"tag": tag}))
-            if state != "started":
-                break
-            await asyncio.sleep(0.05)
-        assert state == "cancelled"
+        assert time.monotonic() - started < 5  # the deadline, not the handler's 10 s
+        assert _text(await client.call_tool("settled", {"tag": tag})) == "cancelled"
 
 
 async def test_official_server_stream_resumed_with_last_event_id(official: dict[str, str]) -> None:
@@ -190,13 +226,8 @@ async def test_mcpkit_server_end_to_end(mcpkit_server: dict[str, str], mode: str
         assert progress == ([] if mode == "json" else [1, 2, 3])
         tag = f"mcpkit-{mode}-{era}"
         with pytest.raises(RequestTimeout):
-            await client.call_tool("block", {"seconds": 10, "tag": tag}, timeout=0.3)
-        for _ in range(50):
-            state = _text(await client.call_tool("state", {"tag": tag}))
-            if state != "started":
-                break
-            await asyncio.sleep(0.05)
-        assert state == "cancelled"
+            await client.call_tool("block", {"seconds": 10, "tag": tag}, timeout=1.0)
+        assert _text(await client.call_tool("settled", {"tag": tag})) == "cancelled"
 
 
 async def test_mcpkit_server_session_deleted_behind_the_clients_back(mcpkit_server: dict[str, str]) -> None:
@@ -315,32 +346,29 @@ async def test_modern_stream_ending_early_is_an_error(fake: str) -> None:
 
 
 async def test_modern_deadline_closes_the_stream_and_posts_no_cancel(fake: str) -> None:
+    earlier = await _log(fake)
+    start, before = len(earlier), _count(earlier, "DISCONNECT")
     async with Client(HttpTransport(fake + "/modern")) as client:
+        progress: list[float] = []
         with pytest.raises(RequestTimeout):
-            await client.call_tool("hang", {}, timeout=0.3)
-        for _ in range(40):
-            log = await _log(fake)
-            if any(e["method"] == "DISCONNECT" for e in log):
-                break
-            await asyncio.sleep(0.05)
-        assert any(e["method"] == "DISCONNECT" for e in log)
+            await client.call_tool("hang", {}, timeout=1.0, on_progress=lambda p, t, m: progress.append(p))
+        assert progress == [1]  # the stream was open when the deadline came
+        log = (await _log_when(fake, method="DISCONNECT", count=before + 1))[start:]  # what this test caused
+        assert _count(log, "DISCONNECT") == 1, "the server never saw the disconnect"
         assert not any("notifications/cancelled" in e.get("body", "") for e in log)
 
 
 async def test_modern_task_cancellation_closes_the_stream(fake: str) -> None:
     async with Client(HttpTransport(fake + "/modern")) as client:
-        before = sum(e["method"] == "DISCONNECT" for e in await _log(fake))
-        task = asyncio.create_task(client.call_tool("hang", {}))
-        await asyncio.sleep(0.3)
+        before = _count(await _log(fake), "DISCONNECT")
+        opened = asyncio.Event()
+        task = asyncio.create_task(client.call_tool("hang", {}, on_progress=lambda p, t, m: opened.set()))
+        await asyncio.wait_for(opened.wait(), 10)  # the response stream is open
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        for _ in range(40):
-            if sum(e["method"] == "DISCONNECT" for e in await _log(fake)) > before:
-                break
-            await asyncio.sleep(0.05)
-        else:
-            pytest.fail("the server never saw the disconnect")
+        log = await _log_when(fake, method="DISCONNECT", count=before + 1)
+        assert _count(log, "DISCONNECT") == before + 1, "the server never saw the disconnect"
 
 
 # --- legacy era details -----------------------------------------------------------------------
@@ -368,14 +396,13 @@ async def test_legacy_session_headers_get_stream_and_delete(fake: str) -> None:
         session = transport.session_id
         assert session is not None
         assert _text(await client.call_tool("echo", {"text": "x"})) == "echo x"
-        for _ in range(40):  # the GET stream brings a ping; the answer is POSTed back
-            log = await _log(fake)
-            answers = [e for e in log if e["method"] == "POST" and '"srv-1"' in e["body"]]
-            if answers:
-                break
-            await asyncio.sleep(0.05)
+        # the GET stream brings a ping; the answer is POSTed back
+        log = await _log_when(fake, method="POST", contains='"srv-1"', session=session)
+        answers = [
+            e for e in log if e["method"] == "POST" and '"srv-1"' in e["body"] and e["headers"].get("mcp-session-id") == session
+        ]
+        assert answers, "the ping on the GET stream was never answered in the session"
         assert json.loads(answers[-1]["body"]) == {"jsonrpc": "2.0", "id": "srv-1", "result": {}}
-        assert answers[-1]["headers"]["mcp-session-id"] == session
         posts = [e for e in log if e["method"] == "POST" and e["headers"].get("mcp-session-id") == session]
         assert all(e["headers"]["mcp-protocol-version"] == "2025-11-25" for e in posts)
         assert all(e["headers"]["accept"] == "application/json, text/event-stream" for e in posts)
@@ -386,13 +413,14 @@ async def test_legacy_session_headers_get_stream_and_delete(fake: str) -> None:
 
 async def test_legacy_404_reinitializes_and_retries_once(fake: str) -> None:
     transport = HttpTransport(fake + "/legacy")
+    before = _count(await _log(fake), "POST", "mcpkit-reinit-")
     async with Client(transport, LEGACY) as client:
         first = transport.session_id
         assert _text(await client.call_tool("forget", {})) == "forgotten"
         assert _text(await client.call_tool("echo", {"text": "after"})) == "echo after"
         assert transport.session_id not in (None, first)
         log = await _log(fake)
-        reinit = [json.loads(e["body"]) for e in log if e["method"] == "POST" and "mcpkit-reinit-" in e["body"]]
+        reinit = [json.loads(e["body"]) for e in log if e["method"] == "POST" and "mcpkit-reinit-" in e["body"]][before:]
         assert len(reinit) == 1
         assert reinit[0]["method"] == "initialize"
         assert any(
@@ -411,16 +439,15 @@ async def test_legacy_second_404_is_an_error(fake: str) -> None:
 
 
 async def test_legacy_deadline_posts_cancelled(fake: str) -> None:
-    async with Client(HttpTransport(fake + "/legacy"), LEGACY) as client:
+    transport = HttpTransport(fake + "/legacy")
+    async with Client(transport, LEGACY) as client:
         with pytest.raises(RequestTimeout):
             await client.call_tool("stream", {}, timeout=0.1)  # the stream waits 150 ms to resume
-        for _ in range(40):
-            log = await _log(fake)
-            if any("notifications/cancelled" in e.get("body", "") for e in log):
-                break
-            await asyncio.sleep(0.05)
-        note = next(e for e in log if "notifications/cancelled" in e.get("body", ""))
-        assert note["headers"]["mcp-session-id"]
+        session = transport.session_id
+        assert session is not None
+        log = await _log_when(fake, method="POST", contains="notifications/cancelled", session=session)
+        notes = [e for e in log if "notifications/cancelled" in e.get("body", "")]
+        assert any(e["headers"].get("mcp-session-id") == session for e in notes), "no notifications/cancelled in the session"
 
 
 # --- pieces -----------------------------------------------------------------------------------

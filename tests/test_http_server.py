@@ -130,18 +130,21 @@ async def block(tag: str) -> str:
 
 
 @srv.tool
-async def drip(steps: int, delay: float, tag: str, ctx: Context) -> str:
+async def drip(steps: int, delay: float, tag: str, ctx: Context, hold: int = 0) -> str:
     """Report progress 1..steps, ``delay`` seconds apart, then answer.
 
     Args:
         steps: How many progress notifications.
         delay: Seconds between them.
         tag: Where to record start, cancellation and completion.
+        hold: After this step, wait (10 s at most) until the test sets the flag ``<tag>:go``.
     """
     _flag(f"{tag}:started").set()
     try:
         for i in range(1, steps + 1):
             await ctx.report_progress(i, steps, f"step {i}")
+            if i == hold:
+                await asyncio.to_thread(_flag(f"{tag}:go").wait, 10)
             await asyncio.sleep(delay)
     except asyncio.CancelledError:
         _flag(f"{tag}:cancelled").set()
@@ -330,7 +333,15 @@ def guarded_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def capped_url() -> Iterator[str]:
-    with _serve(srv.asgi_app(path="/mcp", max_sessions=2, session_idle_timeout=0.5)) as port:
+    """Two sessions at most, and none goes idle for long enough to be reaped mid-test."""
+    with _serve(srv.asgi_app(path="/mcp", max_sessions=2, session_idle_timeout=600)) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture(scope="module")
+def reaped_url() -> Iterator[str]:
+    """Two sessions at most, reaped after 1 s idle."""
+    with _serve(srv.asgi_app(path="/mcp", max_sessions=2, session_idle_timeout=1.0)) as port:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
@@ -1297,7 +1308,7 @@ def test_legacy_session_life(http: httpx.Client, url: str) -> None:
     assert http.delete(url, headers=legacy_headers(other)).status_code == 200
 
 
-def test_legacy_session_cap_and_idle_reaping(http: httpx.Client, capped_url: str) -> None:
+def test_legacy_session_cap(http: httpx.Client, capped_url: str) -> None:
     first = legacy_open(http, capped_url)
     second = legacy_open(http, capped_url)
     resp = http.post(capped_url, json=_initialize_body(), headers={"accept": ACCEPT, "content-type": "application/json"})
@@ -1306,11 +1317,17 @@ def test_legacy_session_cap_and_idle_reaping(http: httpx.Client, capped_url: str
     assert "result" not in resp.text
     assert http.delete(capped_url, headers=legacy_headers(first)).status_code == 200
     third = legacy_open(http, capped_url)  # room again
-    time.sleep(1.3)  # idle for longer than session_idle_timeout (0.5 s)
-    for idle in (second, third):
-        assert_plain(http.post(capped_url, json=legacy_call("ping"), headers=legacy_headers(idle)), 404)
-    fresh = legacy_open(http, capped_url)
-    resp = http.post(capped_url, json=legacy_call("ping"), headers=legacy_headers(fresh))
+    for sid in (second, third):
+        assert http.delete(capped_url, headers=legacy_headers(sid)).status_code == 200
+
+
+def test_legacy_idle_sessions_are_reaped(http: httpx.Client, reaped_url: str) -> None:
+    idle = [legacy_open(http, reaped_url) for _ in range(2)]  # the cap is reached
+    time.sleep(2.2)  # idle for longer than session_idle_timeout (1 s); reaping runs at most once a second
+    for sid in idle:
+        assert_plain(http.post(reaped_url, json=legacy_call("ping"), headers=legacy_headers(sid)), 404)
+    fresh = legacy_open(http, reaped_url)  # the reaped sessions made room
+    resp = http.post(reaped_url, json=legacy_call("ping"), headers=legacy_headers(fresh))
     assert resp.status_code == 200
 
 
@@ -1346,11 +1363,9 @@ async def _read_events_until(resp: httpx.Response, enough: Any, timeout: float =
     return got
 
 
-def _drip_call(tag: str, steps: int, delay: float) -> dict[str, Any]:
-    return legacy_call(
-        "tools/call",
-        {"name": "drip", "arguments": {"steps": steps, "delay": delay, "tag": tag}, "_meta": {"progressToken": tag}},
-    )
+def _drip_call(tag: str, steps: int, delay: float, hold: int = 0) -> dict[str, Any]:
+    arguments = {"steps": steps, "delay": delay, "tag": tag, "hold": hold}
+    return legacy_call("tools/call", {"name": "drip", "arguments": arguments, "_meta": {"progressToken": tag}})
 
 
 def _progress_and_result(events: list[tuple[str | None, str]]) -> tuple[list[float], list[dict[str, Any]]]:
@@ -1370,7 +1385,7 @@ def _progress_and_result(events: list[tuple[str | None, str]]) -> tuple[list[flo
 async def test_legacy_resumption_loses_no_event(ahttp: httpx.AsyncClient, url: str) -> None:
     sid = await alegacy_open(ahttp, url)
     tag = _tag()
-    call = _drip_call(tag, 10, 0.05)
+    call = _drip_call(tag, 10, 0.05, hold=3)  # the handler waits after step 3 until the stream is dropped
     async with ahttp.stream("POST", url, json=call, headers=legacy_headers(sid)) as resp:
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith("text/event-stream")
@@ -1381,6 +1396,7 @@ async def test_legacy_resumption_loses_no_event(ahttp: httpx.AsyncClient, url: s
     assert last_id is not None
     assert len({i for i, _ in seen}) == 3
     assert not _flag(f"{tag}:finished").is_set(), "the call finished before the drop: the test proves nothing"
+    _flag(f"{tag}:go").set()  # the rest follows the drop
 
     headers = {**legacy_headers(sid), "accept": "text/event-stream", "last-event-id": last_id}
     async with ahttp.stream("GET", url, headers=headers) as resp:

@@ -8,6 +8,9 @@ Tools:
 * ``wait_for(tag, state, timeout=5.0)`` waits until the ``sleep`` call tagged ``tag``
   reached ``state`` (``"started"`` or ``"cancelled"``) and returns it (or ``"timeout"``), so that a
   test over stdio can observe server-side cancellation without sleeping;
+* ``meet(tag, n, timeout=10.0)`` answers ``"met"`` once ``n`` calls tagged ``tag`` are
+  in progress at the same time (``"timeout"`` if that does not happen in time), so that
+  a test can prove handlers overlap without timing them;
 * ``request_id(tag)`` returns the JSON-RPC id of the ``sleep`` call tagged ``tag`` (as
   JSON text), so that a test can match it with what its client saw;
 * ``whoami()`` returns ``"<era> <protocol version>"`` as the server sees the request;
@@ -29,6 +32,7 @@ server = Server("basic", "1.0.0")
 
 _events: defaultdict[tuple[str, str], asyncio.Event] = defaultdict(asyncio.Event)
 _request_ids: dict[str, int | str] = {}
+_arrived: defaultdict[str, int] = defaultdict(int)
 
 
 @server.tool
@@ -77,6 +81,26 @@ async def wait_for(tag: str, state: str, timeout: float = 5.0) -> str:
     except TimeoutError:
         return "timeout"
     return state
+
+
+@server.tool
+async def meet(tag: str, n: int, timeout: float = 10.0) -> str:
+    """Wait until ``n`` calls tagged ``tag`` are in progress together; ``"met"``, or
+    ``"timeout"`` if they were not in time.
+
+    Args:
+        tag: Names the meeting.
+        n: How many calls meet.
+        timeout: How long to wait, in seconds.
+    """
+    _arrived[tag] += 1
+    if _arrived[tag] >= n:
+        _events[(tag, "met")].set()
+    try:
+        await asyncio.wait_for(_events[(tag, "met")].wait(), timeout)
+    except TimeoutError:
+        return "timeout"
+    return "met"
 
 
 @server.tool

@@ -18,16 +18,26 @@
   ``Last-Event-ID`` replays the rest and the response). GET without ``Last-Event-ID``
   opens a stream that sends one ``ping`` request and stays open;
 * ``/legacy404``: as ``/legacy`` but every request with a session id gets 404;
-* ``GET /_log``: every request received so far (method, path, headers, body, time).
+* ``GET /_log``: every request received so far (method, path, headers, body, time);
+* ``GET /_wait?method=M&contains=S&session=I&count=N&timeout=T``: the same, sent once
+  at least ``N`` entries have method ``M`` (any if empty), ``S`` in their body and
+  session id ``I`` (any if empty), or after ``T`` seconds (default 10) if that never
+  happens; the test then asserts on what it got.
+
+``python tests/servers/http_fake.py --fd FD`` serves on the listening socket ``FD``
+instead, inherited from the test (which bound it, so no other process can take its port).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import socket
 import sys
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 import uvicorn
 
@@ -36,6 +46,39 @@ LOG: list[dict[str, Any]] = []
 SESSIONS: set[str] = set()
 _ids = itertools.count(1)
 STREAMS: dict[str, list[bytes]] = {}  # stream id -> events still to replay
+_news: list[asyncio.Future[None]] = []  # the waiters of /_wait, woken by every new entry
+
+
+def _record(entry: dict[str, Any]) -> None:
+    LOG.append(entry)
+    while _news:
+        waiter = _news.pop()
+        if not waiter.done():
+            waiter.set_result(None)
+
+
+async def _wait(scope: Scope) -> None:
+    """Return once the log holds what the query of /_wait asks for, or its timeout passed."""
+    query = {k: v[-1] for k, v in parse_qs(scope["query_string"].decode()).items()}
+    method, contains, session = query.get("method", ""), query.get("contains", ""), query.get("session", "")
+    count, timeout = int(query.get("count", "1")), float(query.get("timeout", "10"))
+
+    def matches(e: dict[str, Any]) -> bool:
+        in_session = session in ("", e.get("headers", {}).get("mcp-session-id"))
+        return method in ("", e["method"]) and contains in e.get("body", "") and in_session
+
+    def matching() -> int:
+        return sum(1 for e in LOG if matches(e))
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while matching() < count and loop.time() < deadline:
+        waiter = loop.create_future()
+        _news.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, deadline - loop.time())
+        except TimeoutError:
+            return
 
 
 async def _body(receive: Any) -> bytes:
@@ -118,7 +161,7 @@ async def modern(scope: Scope, msg: dict[str, Any], receive: Any, send: Any, hea
         await send({"type": "http.response.body", "body": _event(_progress(token, 1)), "more_body": True})
         while (await receive())["type"] != "http.disconnect":
             pass
-        LOG.append({"method": "DISCONNECT", "path": "/modern", "id": rid, "time": time.time()})
+        _record({"method": "DISCONNECT", "path": "/modern", "id": rid, "time": time.time()})
     else:
         await _respond(send, 404, _json({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "nope"}}))
 
@@ -194,10 +237,12 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
     path, verb = scope["path"], scope["method"]
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
     body = await _body(receive)
-    if path == "/_log":
+    if path in ("/_log", "/_wait"):
+        if path == "/_wait":
+            await _wait(scope)
         await _respond(send, 200, _json(LOG))
         return
-    LOG.append({"method": verb, "path": path, "headers": headers, "body": body.decode("utf-8", "replace"), "time": time.time()})
+    _record({"method": verb, "path": path, "headers": headers, "body": body.decode("utf-8", "replace"), "time": time.time()})
     if path.startswith("/status/"):
         text = "upstream exploded\x07\x1b[31m " + "x" * 3000
         await _respond(send, int(path.rpartition("/")[2]), text.encode(), "text/plain", [(b"retry-after", b"7")])
@@ -219,4 +264,8 @@ async def app(scope: Scope, receive: Any, send: Any) -> None:
 
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    if sys.argv[1] == "--fd":
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+        uvicorn.Server(config).run(sockets=[socket.socket(fileno=int(sys.argv[2]))])
+    else:
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", lifespan="on", timeout_graceful_shutdown=1)

@@ -5,6 +5,8 @@
 
 Tools: ``echo(text)``; ``count(steps)`` reports progress 1..steps; ``block(seconds,
 tag)`` sleeps and records that it started and whether it was cancelled; ``state(tag)``;
+``settled(tag, timeout=10)`` waits until that call was cancelled or finished and returns
+its state (as it is, if ``timeout`` seconds pass first);
 ``region(region, query)`` with ``region`` mirrored in ``Mcp-Param-Region``. Resource
 ``data://hello``.
 """
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import defaultdict
 from typing import Any
 
 from mcpkit import Context, Server
 
 server = Server("mcpkit-http-test", "1.0.0")
 _state: dict[str, str] = {}
+_settled: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)  # set once a block call ends
 
 
 @server.tool
@@ -56,8 +60,10 @@ async def block(seconds: float, tag: str) -> str:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
         _state[tag] = "cancelled"
+        _settled[tag].set()
         raise
     _state[tag] = "finished"
+    _settled[tag].set()
     return "finished"
 
 
@@ -68,6 +74,21 @@ def state(tag: str) -> str:
     Args:
         tag: The tag.
     """
+    return _state.get(tag, "unknown")
+
+
+@server.tool
+async def settled(tag: str, timeout: float = 10.0) -> str:
+    """Wait until the ``block`` call tagged ``tag`` was cancelled or finished; its state.
+
+    Args:
+        tag: The tag.
+        timeout: Seconds to wait at most.
+    """
+    try:
+        await asyncio.wait_for(_settled[tag].wait(), timeout)
+    except TimeoutError:
+        pass
     return _state.get(tag, "unknown")
 
 

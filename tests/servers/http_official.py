@@ -5,7 +5,9 @@ serves Streamable HTTP on 127.0.0.1:PORT/mcp (stateless JSON by default).
 
 Tools: ``echo(text)``; ``count(steps)`` reports progress 1..steps; ``block(seconds,
 tag)`` sleeps and records that it started and whether it was cancelled; ``state(tag)``
-returns ``"started"``, ``"cancelled"``, ``"finished"`` or ``"unknown"``; ``region(region,
+returns ``"started"``, ``"cancelled"``, ``"finished"`` or ``"unknown"``; ``settled(tag,
+timeout=10)`` waits until that call was cancelled or finished and returns its state (as
+it is, if ``timeout`` seconds pass first); ``region(region,
 query)`` has ``region`` mirrored in the ``Mcp-Param-Region`` header; ``polled(steps)``
 reports progress, closes its SSE stream half way (with ``--event-store`` the client has
 to resume with ``Last-Event-ID``) and finishes. Resource ``data://hello``.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+from collections import defaultdict
 from typing import Annotated, Any
 
 import anyio
@@ -31,6 +34,7 @@ args = parser.parse_args()
 
 mcp = MCPServer("official-http-test", log_level="WARNING")
 _state: dict[str, str] = {}
+_settled: defaultdict[str, anyio.Event] = defaultdict(anyio.Event)  # set once a block call ends
 
 
 class MemoryEventStore(EventStore):
@@ -78,14 +82,24 @@ async def block(seconds: float, tag: str) -> str:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
         _state[tag] = "cancelled"
+        _settled[tag].set()
         raise
     _state[tag] = "finished"
+    _settled[tag].set()
     return "finished"
 
 
 @mcp.tool()
 def state(tag: str) -> str:
     """What became of the ``block`` call tagged ``tag``."""
+    return _state.get(tag, "unknown")
+
+
+@mcp.tool()
+async def settled(tag: str, timeout: float = 10.0) -> str:
+    """Wait until the ``block`` call tagged ``tag`` was cancelled or finished; its state."""
+    with anyio.move_on_after(timeout):
+        await _settled[tag].wait()
     return _state.get(tag, "unknown")
 
 
