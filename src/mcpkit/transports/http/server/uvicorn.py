@@ -147,29 +147,11 @@ def uvicorn_config(
     return uvicorn.Config(app, **options)
 
 
-def run_uvicorn(
-    app: StreamableHTTPApp,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    log_level: str = "warning",
-    header_timeout: float = 10.0,
-    body_timeout: float = 30.0,
-    max_connections: int | None = None,
-    **overrides: Any,
-) -> None:
-    """Serve ``app`` on ``host``:``port`` until SIGINT or SIGTERM (options: see
-    :func:`uvicorn_config`). Shutdown ends the GET streams at once, gives requests in
-    progress ``timeout_graceful_shutdown`` seconds, cancels the rest, then ends every
-    session. Raises what uvicorn raises (``SystemExit`` if the port is taken)."""
-    config = uvicorn_config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        header_timeout=header_timeout,
-        body_timeout=body_timeout,
-        max_connections=max_connections,
-        **overrides,
-    )
-    _Server(config, app).run()
+def run_uvicorn(app: StreamableHTTPApp, **options: Any) -> None:
+    """Serve ``app`` until SIGINT or SIGTERM, configured by :func:`uvicorn_config` with
+    ``options`` (``host``, ``port``, ``log_level``, ``header_timeout``, ``body_timeout``,
+    ``max_connections``, any ``uvicorn.Config`` argument). Shutdown ends the GET streams
+    at once, gives requests in progress ``timeout_graceful_shutdown`` seconds, cancels the
+    rest, then ends every session. Raises what uvicorn raises (``SystemExit`` if the port
+    is taken)."""
+    _Server(uvicorn_config(app, **options), app).run()
