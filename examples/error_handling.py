@@ -25,6 +25,8 @@ from mcpkit import (
     Client,
     ClientOptions,
     Context,
+    ElicitRequestParams,
+    ElicitResult,
     McpError,
     RequestTimeout,
     Server,
@@ -97,6 +99,22 @@ def validate_widget(widget_id: str) -> str:
     if len(widget_id) != 8 or any(c not in "0123456789abcdef" for c in widget_id):
         raise McpError(-32602, "Widget id must be 8 hexadecimal digits", {"widget_id": widget_id})
     return f"Widget {widget_id} is valid"
+
+
+@server.tool
+async def delete_files(pattern: str, ctx: Context) -> str:
+    """Delete files, after asking the user to confirm.
+
+    Args:
+        pattern: Which files.
+    """
+    answer = await ctx.elicit(
+        f"Delete every file matching {pattern!r}?",
+        {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Yes, delete them"}}},
+    )
+    if answer.action != "accept" or not (answer.content or {}).get("confirm"):
+        return f"Nothing deleted: the user chose {answer.action!r}."
+    return f"Deleted the files matching {pattern!r}."
 
 
 @server.resource("demo://greeting", mime_type="text/plain")
@@ -183,8 +201,14 @@ async def _wait_listening(port: int, proc: asyncio.subprocess.Process, timeout: 
             return
 
 
+def _decline(request: ElicitRequestParams) -> ElicitResult:
+    """The user's side of an elicitation: here, always "no"."""
+    show("asked", request.message)
+    return ElicitResult(action="decline")
+
+
 async def walkthrough(http: bool) -> None:
-    options = ClientOptions(request_timeout=10.0)
+    options = ClientOptions(request_timeout=10.0, on_elicit=_decline)
     print("mcpkit error-handling walkthrough")
     print("=================================")
     if not http:
@@ -295,6 +319,17 @@ async def _walk(transport: Any, options: ClientOptions, how: str) -> None:
         except asyncio.CancelledError:
             show("→", f"asyncio.CancelledError in the caller; the client {signal}")
         note("A cancelled request gets no response; the server frees the work as soon as it sees the notice.")
+
+        heading("A tool asks the user, and the user declines")
+        show("call", 'delete_files(pattern="*.log"); the client\'s on_elicit answers "decline"')
+        show("→", outcome(await client.call_tool("delete_files", {"pattern": "*.log"})))
+        how_asked = (
+            "The server's question came back inside the result (input_required); the client answered "
+            "and retried the call with the answer, and the tool ran again from the start."
+            if client.era == "modern"
+            else "The server sent elicitation/create to the client in the middle of the call and awaited the answer."
+        )
+        note(f"{how_asked} A decline is an answer, not an error: the tool decides what it means.")
 
         heading("After all of that, a call that succeeds")
         show("call", 'success(text="still here")')

@@ -39,6 +39,7 @@ def load_server(name: str) -> ModuleType:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # so that type hints naming its classes resolve
     spec.loader.exec_module(module)
     return module
 

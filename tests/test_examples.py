@@ -25,6 +25,8 @@ EXPECTED = [
     "McpError -32601 (sent by the server): Method not found: tools/frobnicate",
     "RequestTimeout -32001 (raised locally): Request timed out",
     "asyncio.CancelledError in the caller",
+    "asked Delete every file matching '*.log'?",
+    "Nothing deleted: the user chose 'decline'.",
     "ok: Success: still here",
 ]
 

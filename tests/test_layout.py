@@ -64,7 +64,7 @@ async def test_roots_capability_is_declared_in_both_eras(era: str) -> None:
     async with connect(era, roots=[Root(uri="file:///work", name="work")], capabilities={"experimental": {}}) as client:
         result = await client.call_tool("capabilities")
         seen = json.loads(only_text(list(result.content)))
-        assert seen == {"experimental": {}, "roots": {"listChanged": False}}
+        assert seen == {"experimental": {}, "roots": {"listChanged": True}}
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -18,20 +18,31 @@ from ._version import __version__
 if TYPE_CHECKING:
     from .client.client import Client
     from .client.options import ClientOptions, RequestOptions
+    from .client.results import UnexpectedResultType
     from .protocol.errors import (
         INTERNAL_ERROR,
         INVALID_PARAMS,
         INVALID_REQUEST,
         METHOD_NOT_FOUND,
+        MISSING_CLIENT_CAPABILITY,
         PARSE_ERROR,
         REQUEST_CANCELLED,
         REQUEST_TIMEOUT,
+        URL_ELICITATION_REQUIRED,
         ConnectionClosed,
         HttpError,
         McpError,
         RequestTimeout,
         ToolError,
         flatten_text,
+    )
+    from .protocol.interactive import (
+        CreateMessageParams,
+        CreateMessageResult,
+        ElicitRequestParams,
+        ElicitResult,
+        SamplingMessage,
+        UrlElicitationRequired,
     )
     from .protocol.types import (
         AudioContent,
@@ -73,6 +84,15 @@ _EXPORTS: dict[str, str] = {
     "Client": ".client.client",
     "ClientOptions": ".client.options",
     "RequestOptions": ".client.options",
+    "UnexpectedResultType": ".client.results",
+    "CreateMessageParams": ".protocol.interactive",
+    "CreateMessageResult": ".protocol.interactive",
+    "ElicitRequestParams": ".protocol.interactive",
+    "ElicitResult": ".protocol.interactive",
+    "SamplingMessage": ".protocol.interactive",
+    "UrlElicitationRequired": ".protocol.interactive",
+    "MISSING_CLIENT_CAPABILITY": ".protocol.errors",
+    "URL_ELICITATION_REQUIRED": ".protocol.errors",
     "INTERNAL_ERROR": ".protocol.errors",
     "INVALID_PARAMS": ".protocol.errors",
     "INVALID_REQUEST": ".protocol.errors",
@@ -148,6 +168,8 @@ __all__ = [
     "ConnectionClosed",
     "ToolError",
     "HttpError",
+    "UrlElicitationRequired",
+    "UnexpectedResultType",
     "flatten_text",
     "PARSE_ERROR",
     "INVALID_REQUEST",
@@ -156,6 +178,14 @@ __all__ = [
     "INTERNAL_ERROR",
     "REQUEST_TIMEOUT",
     "REQUEST_CANCELLED",
+    "MISSING_CLIENT_CAPABILITY",
+    "URL_ELICITATION_REQUIRED",
+    # asking the client
+    "ElicitRequestParams",
+    "ElicitResult",
+    "CreateMessageParams",
+    "CreateMessageResult",
+    "SamplingMessage",
     # wire types
     "LATEST_PROTOCOL_VERSION",
     "SUPPORTED_PROTOCOL_VERSIONS",

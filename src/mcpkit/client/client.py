@@ -4,6 +4,7 @@ transport. Era negotiation lives in :mod:`.negotiation`, the server's own messag
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -11,7 +12,8 @@ import msgspec
 
 from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, EraPolicy
-from ..protocol.errors import ConnectionClosed
+from ..protocol.errors import INTERNAL_ERROR, URL_ELICITATION_REQUIRED, ConnectionClosed, McpError, RequestTimeout
+from ..protocol.interactive import INPUT_REQUIRED, MRTR_METHODS, InputRequest, UrlElicitationRequired
 from ..protocol.types import (
     LOG_LEVELS,
     CallToolResult,
@@ -25,13 +27,14 @@ from ..protocol.types import (
     ListResourceTemplatesResult,
     ListToolsResult,
     ReadResourceResult,
+    Root,
 )
 from ..runtime.peer import Peer, ProgressCallback, check_timeout
 from ..transports.base import Servable, Transport
 from .handlers import ServerMessages
 from .negotiation import negotiate
 from .options import ClientOptions, RequestOptions
-from .results import decode_result
+from .results import UnexpectedResultType, decode_result
 
 __all__ = ["Client"]
 
@@ -128,7 +131,12 @@ class Client:
             params = dict(params) if params else {}
             extra = params.get("_meta")
             params["_meta"] = {**self._meta, **extra} if isinstance(extra, dict) else self._meta
-        return await peer.request(method, params, timeout=timeout, on_progress=on_progress)
+        try:
+            return await peer.request(method, params, timeout=timeout, on_progress=on_progress)
+        except McpError as exc:
+            if exc.code == URL_ELICITATION_REQUIRED and not exc.local:
+                raise _url_elicitation_required(exc) from None
+            raise
 
     def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification as it is (dropped if the connection is gone)."""
@@ -167,7 +175,53 @@ class Client:
         timeout: float | None,
         on_progress: ProgressCallback | None = None,
     ) -> T:
-        return decode_result(await self._request(method, params, self._timeout(timeout), on_progress), tp)
+        wait = self._timeout(timeout)
+        if self._policy.stateless and method in MRTR_METHODS:
+            return await self._with_input_rounds(method, params or {}, tp, wait, on_progress)
+        return decode_result(await self._request(method, params, wait, on_progress), tp)
+
+    async def _with_input_rounds(
+        self, method: str, params: dict[str, Any], tp: type[T], timeout: float, on_progress: ProgressCallback | None
+    ) -> T:
+        """Modern era: send the request; while the server answers ``input_required``,
+        answer its questions with the callbacks and retry with ``inputResponses`` and
+        the ``requestState`` echoed unchanged, under a fresh id — all within
+        ``timeout``. Raises :class:`RequestTimeout` when it runs out, a local
+        :class:`McpError` after ``max_input_rounds`` retries or for a question this
+        client cannot answer, :class:`UnexpectedResultType` for an unknown
+        ``resultType``, and what a callback raises."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        attempt = params
+        for _ in range(self.options.max_input_rounds + 1):
+            raw = await self._request(method, attempt, max(deadline - loop.time(), 0.001), on_progress)
+            kind = decode_result(raw, _ResultKind)
+            if kind.result_type is msgspec.UNSET or kind.result_type == "complete":
+                return decode_result(raw, tp)
+            if kind.result_type != INPUT_REQUIRED:
+                raise UnexpectedResultType(str(kind.result_type))
+            attempt = dict(params)
+            if kind.input_requests:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        attempt["inputResponses"] = await self._inbound.answer_all(kind.input_requests)
+                except TimeoutError:
+                    raise RequestTimeout(None) from None
+            if isinstance(kind.request_state, str):
+                attempt["requestState"] = kind.request_state
+        err = McpError(INTERNAL_ERROR, f"The server asked for input more than {self.options.max_input_rounds} times")
+        err.local = True
+        raise err
+
+    async def set_roots(self, roots: list[Root]) -> None:
+        """Change the roots this client offers; a legacy-era server is told with
+        ``notifications/roots/list_changed`` (a modern one asks again when it needs
+        them). Raises ``RuntimeError`` unless the client was created with ``roots``."""
+        if self._inbound.roots is None:
+            raise RuntimeError("set_roots needs a client created with ClientOptions(roots=...)")
+        self._inbound.roots = list(roots)
+        if not self._policy.stateless:
+            self._notify("notifications/roots/list_changed")
 
     async def ping(self, *, timeout: float | None = None) -> None:
         """Check that the server answers: ``ping`` in the legacy era; in the modern era,
@@ -244,6 +298,24 @@ class Client:
             self._meta = {**self._meta, meta_keys.LOG_LEVEL: level}
             return
         await self._typed("logging/setLevel", {"level": level}, EmptyResult, timeout)
+
+
+class _ResultKind(msgspec.Struct, kw_only=True, rename="camel"):
+    """What kind of result a modern response is, and its input round if any."""
+
+    result_type: str | msgspec.UnsetType = msgspec.UNSET
+    input_requests: dict[str, InputRequest] | None = None
+    request_state: Any = None
+
+
+def _url_elicitation_required(exc: McpError) -> McpError:
+    """A server's -32042 as :class:`UrlElicitationRequired` (as it came, if its data
+    does not list the elicitations properly)."""
+    items = exc.data.get("elicitations") if isinstance(exc.data, dict) else None
+    try:
+        return UrlElicitationRequired(items if isinstance(items, list) else [], exc.message)
+    except ValueError:
+        return exc
 
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:

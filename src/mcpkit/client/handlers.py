@@ -1,41 +1,105 @@
-"""What the client does with messages the server starts: its requests (``ping``,
-``roots/list``) and its notifications (log messages, and everything else handed to
+"""What the client does with what the server starts: its questions (elicitation,
+sampling, roots — as legacy-era requests or as a modern ``InputRequiredResult``), its
+``ping``, and its notifications (log messages, and everything else handed to
 ``on_notification``)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from typing import Any
 
 import msgspec
 
-from ..protocol.errors import METHOD_NOT_FOUND, McpError, flatten_text
+from ..protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, McpError, flatten_text
 from ..protocol.events import RequestReceived
-from ..protocol.types import EmptyResult
+from ..protocol.interactive import (
+    ELICIT,
+    LIST_ROOTS,
+    SAMPLE,
+    CreateMessageParams,
+    ElicitRequestParams,
+    InputRequest,
+)
+from ..protocol.types import EmptyResult, Root
+from ..runtime.threads import is_async_callable, run_sync
 from .options import ClientOptions
 
 __all__ = ["ServerMessages"]
 
 _decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
+log = logging.getLogger("mcpkit.client")
+
+
+def _with_defaults(result: dict[str, Any], request: ElicitRequestParams) -> dict[str, Any]:
+    """An accepted form answer with the schema's ``default`` filled in for every
+    property the user left out (SEP-1034)."""
+    if result.get("action") != "accept" or not request.requested_schema:
+        return result
+    props = request.requested_schema.get("properties")
+    content = result.get("content")
+    if not isinstance(props, dict):
+        return result
+    filled = dict(content) if isinstance(content, dict) else {}
+    for name, prop in props.items():
+        if name not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[name] = prop["default"]
+    return {**result, "content": filled}
 
 
 class ServerMessages:
-    """Answers the server's requests and routes its notifications to the callbacks in
-    :class:`ClientOptions`. Async ``on_log`` callbacks run as tasks kept here until
-    they finish."""
+    """Answers the server's questions with the callbacks in :class:`ClientOptions`
+    and routes its notifications. Async ``on_log`` callbacks run as tasks kept here
+    until they finish."""
 
     def __init__(self, options: ClientOptions) -> None:
         self.options = options
+        #: The roots the client offers now (``Client.set_roots`` changes them).
+        self.roots: list[Root] | None = options.roots
         self._tasks: set[asyncio.Future[Any]] = set()
 
     async def on_request(self, ev: RequestReceived) -> Any:
-        """The result for a server request; ``McpError(-32601)`` for one we do not serve."""
+        """The result for a legacy-era server request; ``McpError(-32601)`` for one we
+        do not serve, ``McpError(-32602)`` for malformed params. A callback's
+        :class:`McpError` is the error response; any other exception from it becomes
+        -32603 (logged)."""
         if ev.method == "ping":
             return EmptyResult()
-        if ev.method == "roots/list" and self.options.roots is not None:
-            return {"roots": msgspec.to_builtins(self.options.roots)}
-        raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(ev.method, 256)}")
+        if ev.method not in (ELICIT, SAMPLE, LIST_ROOTS):
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(ev.method, 256)}")
+        try:
+            params = _decode_dict(ev.params) if ev.params else {}
+        except (msgspec.DecodeError, RecursionError):
+            raise McpError(INVALID_PARAMS, "Invalid params") from None
+        return await self.answer(ev.method, params, unknown=METHOD_NOT_FOUND)
+
+    async def answer(self, method: str, params: dict[str, Any], *, unknown: int = MISSING_CLIENT_CAPABILITY) -> Any:
+        """The answer to one question, from the matching callback. Raises
+        ``McpError(unknown)`` if this client has no callback for ``method`` (it did not
+        declare the capability), ``McpError(-32602)`` for params of the wrong shape, and
+        whatever the callback raises."""
+        if method == LIST_ROOTS and self.roots is not None:
+            return {"roots": msgspec.to_builtins(self.roots)}
+        if method == ELICIT and self.options.on_elicit is not None:
+            request = _convert(params, ElicitRequestParams)
+            result = await _call(self.options.on_elicit, request)
+            return _with_defaults(_builtins(result), request)
+        if method == SAMPLE and self.options.on_sample is not None:
+            return _builtins(await _call(self.options.on_sample, _convert(params, CreateMessageParams)))
+        raise McpError(unknown, f"This client does not answer {flatten_text(method, 256)}")
+
+    async def answer_all(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
+        """Modern era: the ``inputResponses`` for an ``InputRequiredResult``'s
+        ``inputRequests``, answered concurrently. Raises what :meth:`answer` raises, as a
+        local error naming the question."""
+        keys = list(requests)
+        try:
+            results = await asyncio.gather(*(self.answer(requests[k].method, requests[k].params) for k in keys))
+        except McpError as exc:
+            exc.local = True  # raised here, never sent by the server
+            raise
+        return dict(zip(keys, results, strict=True))
 
     def on_notification(self, method: str, params: msgspec.Raw) -> None:
         """Route one notification; a malformed one is dropped."""
@@ -55,3 +119,29 @@ class ServerMessages:
                 task.add_done_callback(self._tasks.discard)
         if self.options.on_notification is not None:
             self.options.on_notification(method, data)
+
+
+def _convert(params: dict[str, Any], tp: type[Any]) -> Any:
+    try:
+        return msgspec.convert(params, tp)
+    except (msgspec.ValidationError, RecursionError) as exc:
+        raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 256)}") from None
+
+
+async def _call(callback: Any, request: Any) -> Any:
+    """Call a user callback, sync (on a worker thread) or async."""
+    if is_async_callable(callback):
+        return await callback(request)
+    result = await run_sync(callback, request)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+def _builtins(result: Any) -> dict[str, Any]:
+    """A callback's result (a result struct or a dict) as a JSON object."""
+    out = msgspec.to_builtins(result) if isinstance(result, msgspec.Struct) else result
+    if not isinstance(out, dict):
+        raise TypeError(f"a callback must return a result or a dict, not {type(result).__name__}")
+    out.pop("__value__", None)
+    return out

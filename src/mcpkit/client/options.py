@@ -8,13 +8,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._version import __version__
+from ..protocol.interactive import CreateMessageParams, ElicitRequestParams
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Root
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..runtime.peer import ProgressCallback, check_timeout
 
-__all__ = ["ClientOptions", "RequestOptions", "LogHandler", "NotificationCallback"]
+__all__ = ["ClientOptions", "RequestOptions", "LogHandler", "NotificationCallback", "ElicitHandler", "SampleHandler"]
 
 LogHandler = Callable[[str, Any, str | None], Awaitable[None] | None]
+#: ``on_elicit(request)``: the user's answer, as an ``ElicitResult`` or a dict.
+ElicitHandler = Callable[[ElicitRequestParams], Any]
+#: ``on_sample(request)``: the model's answer, as a ``CreateMessageResult`` or a dict.
+SampleHandler = Callable[[CreateMessageParams], Any]
 NotificationCallback = Callable[[str, dict[str, Any]], None]
 
 
@@ -27,6 +32,14 @@ class ClientOptions:
     ``protocol_version`` pins a revision (a modern one skips the handshake, a legacy one
     goes straight to ``initialize``); None probes with ``server/discover`` and falls
     back to ``initialize``. ``discover_timeout`` bounds that probe.
+
+    Answering the server (docs/interactive.md): ``on_elicit(ElicitRequestParams)`` and
+    ``on_sample(CreateMessageParams)`` (sync callbacks run on a worker thread) return
+    an ``ElicitResult`` / ``CreateMessageResult`` or the same as a dict; ``roots`` are
+    the roots offered. Setting one declares the matching capability (elicitation in
+    the ``elicitation_modes`` given; ``sampling.tools`` with ``sampling_tools``). In the
+    modern era a request answered with ``input_required`` is retried with the answers,
+    at most ``max_input_rounds`` times, all within the call's deadline.
     """
 
     request_timeout: float = 30.0
@@ -39,6 +52,11 @@ class ClientOptions:
     on_notification: NotificationCallback | None = None
     roots: list[Root] | None = None
     max_error_text: int = 1024
+    on_elicit: ElicitHandler | None = None
+    on_sample: SampleHandler | None = None
+    elicitation_modes: tuple[str, ...] = ("form",)
+    sampling_tools: bool = False
+    max_input_rounds: int = 8
 
     def __post_init__(self) -> None:
         check_timeout(self.request_timeout)
@@ -49,13 +67,21 @@ class ClientOptions:
             raise ValueError(f"unsupported protocol version {self.protocol_version!r}")
         if self.log_level is not None and self.log_level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {self.log_level!r}")
+        if not self.elicitation_modes or not set(self.elicitation_modes) <= {"form", "url"}:
+            raise ValueError("elicitation_modes must name 'form', 'url' or both")
+        if self.max_input_rounds < 1:
+            raise ValueError("max_input_rounds must be at least 1")
 
     def capabilities_to_declare(self) -> dict[str, Any]:
         """The client capabilities to announce, in either era: ``capabilities`` plus
-        ``roots`` when ``roots`` is set."""
+        those the callbacks and ``roots`` imply."""
         caps = dict(self.capabilities)
         if self.roots is not None:
-            caps.setdefault("roots", {"listChanged": False})
+            caps.setdefault("roots", {"listChanged": True})
+        if self.on_elicit is not None:
+            caps.setdefault("elicitation", {mode: {} for mode in self.elicitation_modes})
+        if self.on_sample is not None:
+            caps.setdefault("sampling", {"tools": {}} if self.sampling_tools else {})
         return caps
 
 

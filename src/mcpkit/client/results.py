@@ -8,7 +8,7 @@ import msgspec
 
 from ..protocol.errors import INTERNAL_ERROR, McpError, flatten_text
 
-__all__ = ["decode_result"]
+__all__ = ["decode_result", "UnexpectedResultType"]
 
 T = TypeVar("T")
 _decoders: dict[type, Any] = {}
@@ -27,3 +27,14 @@ def decode_result(raw: msgspec.Raw, tp: type[T]) -> T:
         err = McpError(INTERNAL_ERROR, f"Invalid result from server: {reason}")
         err.local = True
         raise err from None
+
+
+class UnexpectedResultType(McpError):
+    """A modern server answered with a ``resultType`` this client does not know (local,
+    -32603); ``result_type`` is what it said."""
+
+    local = True
+
+    def __init__(self, result_type: str) -> None:
+        super().__init__(INTERNAL_ERROR, f"Unexpected resultType from server: {flatten_text(result_type, 64)!r}")
+        self.result_type = result_type

@@ -19,7 +19,9 @@ __all__ = [
     "REQUEST_TIMEOUT",
     "REQUEST_CANCELLED",
     "HEADER_MISMATCH",
+    "MISSING_CLIENT_CAPABILITY",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "URL_ELICITATION_REQUIRED",
     "DEFAULT_MAX_ERROR_TEXT",
     "McpError",
     "RequestTimeout",
@@ -40,7 +42,11 @@ INTERNAL_ERROR: Final = -32603
 REQUEST_TIMEOUT: Final = -32001
 REQUEST_CANCELLED: Final = -32800
 HEADER_MISMATCH: Final = -32020
+#: The request needs a client capability the client did not declare (``data.requiredCapabilities``).
+MISSING_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+#: The request cannot go on until the user completes the URL elicitations in ``data.elicitations``.
+URL_ELICITATION_REQUIRED: Final = -32042
 
 DEFAULT_MAX_ERROR_TEXT: Final = 1024
 #: Bytes of client input an error message or error ``data`` may repeat (names, URIs, header values).

@@ -1,17 +1,21 @@
 """The outbound channel: how a handler talks back to the peer whose request it serves.
 
-Today a handler can only send notifications (log messages, progress); requests to the
-peer will be added here. A :class:`~mcpkit.runtime.peer.Peer` is one (stdio, memory);
-the HTTP app hands each request a :class:`Notifier` bound to that request's response
-stream.
+A handler sends notifications (log messages, progress) and, in the legacy era, requests
+of its own (elicitation, sampling, roots). A :class:`~mcpkit.runtime.peer.Peer` is an
+:class:`Outbound` (stdio, memory); the HTTP app hands each request one bound to that
+request's response stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
+import msgspec
+
 __all__ = ["Outbound", "Notifier", "DROP"]
+
+Ask = Callable[..., Awaitable[msgspec.Raw]]
 
 
 class Outbound(Protocol):
@@ -21,17 +25,32 @@ class Outbound(Protocol):
         """Send a notification; never blocks, never raises (dropped if it cannot go)."""
         ...
 
+    async def request(self, method: str, params: Any, *, timeout: float) -> msgspec.Raw:
+        """Send a request to the peer and wait for its result (raw JSON). Raises
+        :class:`~mcpkit.McpError` for an error response, ``RequestTimeout`` after
+        ``timeout`` seconds, ``ConnectionClosed`` if the connection ends first; on
+        cancellation the request is cancelled on the wire."""
+        ...
+
 
 class Notifier:
-    """An :class:`Outbound` whose notifications go to a callback."""
+    """An :class:`Outbound` whose notifications go to a callback, and whose requests
+    go to ``ask`` (without one, a request raises ``RuntimeError``: there is no way
+    back to the peer)."""
 
-    __slots__ = ("_send",)
+    __slots__ = ("_ask", "_send")
 
-    def __init__(self, send: Callable[[str, Any], None]) -> None:
+    def __init__(self, send: Callable[[str, Any], None], ask: Ask | None = None) -> None:
         self._send = send
+        self._ask = ask
 
     def notify(self, method: str, params: Any = None) -> None:
         self._send(method, params)
+
+    async def request(self, method: str, params: Any, *, timeout: float) -> msgspec.Raw:
+        if self._ask is None:
+            raise RuntimeError(f"cannot send {method} to the client from here: nothing carries it")
+        return await self._ask(method, params, timeout=timeout)
 
 
 def _drop(method: str, params: Any) -> None:

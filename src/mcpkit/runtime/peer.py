@@ -10,8 +10,9 @@ request counts from the moment it is read until its response has been handed to 
 transport and drained (or it ended without one). At the bound the peer pauses reading
 from a transport that can (:class:`~mcpkit.runtime.channel.Pausable`) and resumes as
 soon as one finishes, so a client that writes requests without reading the responses
-stops itself instead of growing the server. Handlers that await a response from the
-peer over the same connection would stall at the bound; none do today.
+stops itself instead of growing the server. While any request of ours to the peer
+awaits its response (a handler asking the client), reading never pauses: that response
+must be read for the handler to finish.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class Peer:
         self._in_flight = 0
         self._max_in_flight = max_in_flight if pausable and max_in_flight is not None else sys.maxsize
         self._paused = False
+        self._asking = 0  # our requests awaiting the peer's response: reading must go on
         self._reading = cast(Pausable, transport)  # used only when the bound is finite, hence Pausable
 
     @property
@@ -129,9 +131,7 @@ class Peer:
             self._tasks.add(task)
             task.add_done_callback(self._request_done)
             self._in_flight += 1
-            if self._in_flight >= self._max_in_flight and not self._paused:
-                self._paused = True
-                self._reading.pause_reading()
+            self._pause_if_full()
         elif kind is ResponseReceived:
             assert isinstance(ev, ResponseReceived)
             self._progress.pop(ev.request.id, None)
@@ -155,6 +155,11 @@ class Peer:
         elif kind is Reply:
             assert isinstance(ev, Reply)
             self.transport.send(ev.data)
+
+    def _pause_if_full(self) -> None:
+        if self._in_flight >= self._max_in_flight and not self._paused and not self._asking:
+            self._paused = True
+            self._reading.pause_reading()
 
     def _request_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -227,6 +232,10 @@ class Peer:
         if on_progress is not None:
             self._progress[out.id] = on_progress
         timer = loop.call_at(out.deadline, self._expire, out)
+        self._asking += 1
+        if self._paused:
+            self._paused = False
+            self._reading.resume_reading()
         try:
             self.transport.send(out.data)
             self.engine.mark_sent(out)
@@ -238,6 +247,8 @@ class Peer:
         finally:
             timer.cancel()
             self._progress.pop(out.id, None)
+            self._asking -= 1
+            self._pause_if_full()
 
     def _withdraw(self, out: Outgoing, reason: str) -> bool:
         pending, data = self.engine.cancel(out.id, reason)

@@ -28,6 +28,7 @@ from ..protocol.errors import (
     flatten_text,
 )
 from ..protocol.events import RequestId
+from ..protocol.interactive import MRTR_METHODS
 from ..protocol.types import (
     LOG_LEVELS,
     CallToolParams,
@@ -48,6 +49,7 @@ from ..protocol.wire_errors import bounded, internal_error, to_wire_error
 from ..runtime.outbound import Outbound
 from .context import Context
 from .features import completions, logging, prompts, resources, tools
+from .interaction import Asker, InputRequired, LiveAsker, MrtrParams, NoAsker, ReplayAsker
 from .registry import CallNext, Middleware, Registry
 from .session import Session
 
@@ -152,6 +154,7 @@ class Dispatcher:
         params = _decode(raw_params, params_type)
         registry = self.registry
         settings = registry.settings
+        asker = self._asker(policy, method, params, raw_params, outbound)
         ctx = Context(
             request_id=request_id,
             method=method,
@@ -165,6 +168,8 @@ class Dispatcher:
             log_level=level,
             session=session,
             max_text=settings.max_error_text,
+            asker=asker,
+            ask_timeout=settings.ask_timeout,
         )
         try:
             if registry.middleware:
@@ -173,11 +178,28 @@ class Dispatcher:
                 result = await handler(registry, ctx, params)
         except asyncio.CancelledError:
             raise
+        except InputRequired:
+            if not isinstance(asker, ReplayAsker):  # raised by user code outside an input round
+                raise self._wire_error(RuntimeError("InputRequired raised outside an input round"), policy, method) from None
+            return msgspec.structs.replace(asker.result(), meta=self._server_meta)
         except BaseException as exc:  # of any type: only this request fails
             raise self._wire_error(exc, policy, method) from None
         finally:
             ctx._finish()
         return policy.finish_result(result, self._server_meta, settings)
+
+    def _asker(self, policy: EraPolicy, method: str, params: Any, raw_params: msgspec.Raw, outbound: Outbound) -> Asker:
+        """How this request's handler asks the client: requests on the wire (legacy),
+        answers replayed from the retry (modern, on the methods that allow input
+        rounds). Raises ``McpError(-32602)`` for malformed ``inputResponses`` or a
+        ``requestState`` that fails verification."""
+        if not policy.stateless:
+            return LiveAsker(outbound)
+        if method not in MRTR_METHODS:
+            return NoAsker(method)
+        mrtr = _decode(raw_params, MrtrParams)
+        salient = {name: msgspec.to_builtins(getattr(params, name)) for name in params.__struct_fields__ if name != "meta"}
+        return ReplayAsker(self.registry.settings.state_sealer, method, salient, mrtr)
 
     def _wire_error(self, exc: BaseException, policy: EraPolicy, method: str) -> McpError:
         """The error to answer with for an exception from a handler or middleware."""

@@ -5,6 +5,7 @@ fills it; the dispatcher and the feature modules read it."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -12,6 +13,7 @@ import msgspec
 
 from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
+from ..protocol.request_state import StateSealer
 from .context import Context
 from .features.prompts import PromptDef
 from .features.resources import ResourceDef, TemplateDef
@@ -35,6 +37,10 @@ class Settings:
     page_size: int = 1000
     cache_ttl_ms: int = 0
     cache_scope: Literal["public", "private"] = "private"
+    #: Seconds a handler waits for the client's answer to a legacy-era question.
+    ask_timeout: float = 300.0
+    #: Signs and checks modern-era ``requestState`` (set by ``Server``).
+    state_sealer: StateSealer = dataclasses.field(default_factory=lambda: StateSealer(os.urandom(32), 600.0))
 
 
 class Setting(Generic[T]):

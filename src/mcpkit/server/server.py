@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -17,10 +18,11 @@ import msgspec
 from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
+from ..protocol.request_state import StateSealer
 from ..protocol.types import Implementation, Resource, ResourceTemplate, ToolAnnotations
 from ..protocol.versions import Era
 from ..runtime.outbound import Outbound
-from ..runtime.peer import Peer
+from ..runtime.peer import Peer, check_timeout
 from ..transports.base import Transport
 from ..transports.stdio import ServerStdio
 from .context import callable_name, callable_target
@@ -42,6 +44,13 @@ log = logging.getLogger("mcpkit.server")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _state_key(key: bytes | str | None) -> bytes:
+    """The ``requestState`` signing key as bytes (a random one for None)."""
+    if key is None:
+        return os.urandom(32)
+    return key.encode() if isinstance(key, str) else bytes(key)
+
+
 class Server:
     """An MCP server serving both protocol eras from the same handlers.
 
@@ -50,6 +59,12 @@ class Server:
     ``"Internal error"`` (for development); ``mask_tool_errors=True`` hides tool
     exception text behind a reference id. ``max_in_flight`` bounds the requests in progress
     on one stdio or in-memory connection: at the bound, reading it pauses until one is done.
+
+    Asking the client (docs/interactive.md): ``ask_timeout`` (seconds, default 300) bounds
+    the wait for an answer in the legacy era. In the modern era the answers so far travel
+    in ``requestState``, signed with ``state_key`` (at least 16 bytes; default: random per
+    process — give every node of a deployment the same key, e.g. from the environment) and
+    valid for ``state_ttl`` seconds (default 600).
     """
 
     eras = Setting[Literal["dual", "modern", "legacy"]]()
@@ -59,6 +74,7 @@ class Server:
     page_size = Setting[int]()
     cache_ttl_ms = Setting[int]()
     cache_scope = Setting[Literal["public", "private"]]()
+    ask_timeout = Setting[float]()
 
     def __init__(
         self,
@@ -78,6 +94,9 @@ class Server:
         cache_scope: Literal["public", "private"] = "private",
         shutdown_grace: float = 2.0,
         max_in_flight: int = 256,
+        ask_timeout: float = 300.0,
+        state_key: bytes | str | None = None,
+        state_ttl: float = 600.0,
     ) -> None:
         if eras not in ("dual", "modern", "legacy"):
             raise ValueError("eras must be 'dual', 'modern' or 'legacy'")
@@ -100,6 +119,8 @@ class Server:
             page_size=page_size,
             cache_ttl_ms=cache_ttl_ms,
             cache_scope=cache_scope,
+            ask_timeout=check_timeout(ask_timeout),
+            state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
         )
         self._registry = Registry(settings)
         self._dispatcher = Dispatcher(self._registry, self.info, instructions)

@@ -34,6 +34,7 @@ from ...protocol.types import (
 from ...protocol.wire_errors import has_status
 from ...runtime.threads import is_async_callable, run_sync
 from ..context import Context, callable_name, callable_target, context_param
+from ..interaction import InputRequired
 from ..schema import converter_for, is_structured, parse_docstring, type_schema
 from ..validate import SchemaError, Validator, compile_schema
 
@@ -131,7 +132,7 @@ class ToolDef:
         try:
             # call_handler's choice, inlined: this is every tool call's path
             value = await (self.fn(*args, **kwargs) if self.is_async else run_sync(self.fn, *args, **kwargs))
-        except McpError:
+        except (McpError, InputRequired):
             raise
         except ToolError as exc:
             return CallToolResult(content=[TextContent(text=flatten_text(exc.message, limit))], is_error=True)

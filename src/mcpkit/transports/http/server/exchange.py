@@ -16,8 +16,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Final
 
+import msgspec
+
 from ....protocol.engine import Engine
 from ....protocol.eras import EraPolicy
+from ....protocol.errors import RequestTimeout
 from ....protocol.events import RequestReceived
 from ....protocol.sse import encode_event
 from ....runtime.outbound import Notifier
@@ -101,6 +104,7 @@ class Exchange:
         self._server_session = server_session
         self._json_response = json_response
         self._items: asyncio.Queue[_Item] = asyncio.Queue()
+        self._session = session
         self._stream: SseStream | None = None  # once set, the handler's messages go there
 
     async def run(self, receive: Receive, send: Send) -> None:
@@ -130,7 +134,7 @@ class Exchange:
         abandoned (no response), :data:`_CANCELLED` is reported and ``CancelledError``
         propagates."""
         request = self._request
-        outbound = Notifier(self._notify)
+        outbound = Notifier(self._notify, self._ask if self._session is not None else None)
         try:
             message, error = await run_request(
                 self._engine,
@@ -146,6 +150,45 @@ class Exchange:
     def _notify(self, method: str, params: object) -> None:
         if self._json_response is not True:
             self._emit(_Note(self._engine.notification(method, params)))
+
+    def _to_client(self, message: bytes) -> None:
+        """A request to the client (or its cancellation): on this POST's SSE stream,
+        or on the session's GET stream when this POST answers with plain JSON."""
+        if self._json_response is True:
+            assert self._session is not None
+            self._session.standalone_stream().put(message)
+        else:
+            self._emit(_Note(message))
+
+    async def _ask(self, method: str, params: object, *, timeout: float) -> msgspec.Raw:
+        """A request to the client, in the legacy session; its response is POSTed back
+        and routed by the session's engine to the future awaited here. Raises as
+        :meth:`~mcpkit.runtime.outbound.Outbound.request` says."""
+        engine, loop = self._engine, asyncio.get_running_loop()
+        out = engine.start_request(method, params, deadline=loop.time() + timeout, progress=False)
+        fut: asyncio.Future[msgspec.Raw] = loop.create_future()
+        out.waiter = fut
+
+        def withdraw(reason: str) -> bool:
+            pending, data = engine.cancel(out.id, reason)
+            if data is not None:
+                self._to_client(data)
+            return pending is not None
+
+        def expire() -> None:
+            if withdraw("Request timed out") and not fut.done():
+                fut.set_exception(RequestTimeout(out.id))
+
+        timer = loop.call_at(out.deadline, expire)
+        try:
+            self._to_client(out.data)
+            engine.mark_sent(out)
+            return await fut
+        except asyncio.CancelledError:
+            withdraw("Cancelled by the server")
+            raise
+        finally:
+            timer.cancel()
 
     def _emit(self, item: _Item) -> None:
         """Report ``item``: queued for the connection until the response is routed to a
@@ -171,7 +214,9 @@ class Exchange:
         if isinstance(first, _Cancelled):
             await send_empty(send, 204)
             return
-        if isinstance(first, _Answer) and self._json_response is not False:
+        # A lone error with an HTTP status of its own (modern era) is JSON even when SSE
+        # is forced: a stream could only say 200.
+        if isinstance(first, _Answer) and (self._json_response is not False or first.status != 200):
             await send_json(send, first.status, first.message or b"")
             return
         await start_sse(send)

@@ -1,0 +1,104 @@
+"""Sealing the modern era's ``requestState``: what a server hands the client to echo
+back on the retry of a multi-round-trip request (docs/interactive.md).
+
+The state is the server's memory of the exchange, carried by the client: the answers
+recorded so far, which request it belongs to and when it lapses. It is signed with
+HMAC-SHA256 under a key every node of a deployment shares, so any node can continue
+the exchange and none has to keep anything; a state that was altered, belongs to
+another request or has expired is refused with -32602. It is signed, not encrypted: it
+holds only what the client itself answered.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from typing import Any, Final
+
+import msgspec
+
+from .errors import INVALID_PARAMS, McpError
+
+__all__ = ["StateSealer", "request_digest"]
+
+_VERSION: Final = 1
+_encode = msgspec.json.Encoder(order="sorted").encode
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+def request_digest(method: str, params: dict[str, Any]) -> str:
+    """A digest naming one request: its method and its params other than ``_meta``,
+    ``inputResponses`` and ``requestState`` (which change from round to round)."""
+    salient = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
+    return hashlib.sha256(_encode([method, salient])).hexdigest()[:32]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _refused(why: str) -> McpError:
+    return McpError(INVALID_PARAMS, f"Invalid params: requestState {why}")
+
+
+class StateSealer:
+    """Seals and opens ``requestState`` tokens under ``key``; a token lives ``ttl``
+    seconds. Raises ``ValueError`` for a key shorter than 16 bytes or a non-positive
+    ``ttl``."""
+
+    __slots__ = ("_key", "ttl")
+
+    def __init__(self, key: bytes, ttl: float) -> None:
+        if len(key) < 16:
+            raise ValueError("the requestState key must be at least 16 bytes")
+        if not ttl > 0:
+            raise ValueError("the requestState ttl must be positive")
+        self._key = key
+        self.ttl = ttl
+
+    def _mac(self, body: bytes) -> bytes:
+        return hmac.new(self._key, body, hashlib.sha256).digest()
+
+    def seal(self, digest: str, answers: dict[str, Any], *, subject: str | None = None, now: float | None = None) -> str:
+        """A token for the request named ``digest`` that carries ``answers`` (its
+        recorded input responses) and, when given, the authenticated ``subject``."""
+        payload: dict[str, Any] = {
+            "v": _VERSION,
+            "d": digest,
+            "a": answers,
+            "x": int((time.time() if now is None else now) + self.ttl),
+        }
+        if subject is not None:
+            payload["s"] = subject
+        body = _encode(payload)
+        return _b64(body) + "." + _b64(self._mac(body))
+
+    def open(self, token: Any, digest: str, *, subject: str | None = None, now: float | None = None) -> dict[str, Any]:
+        """The answers sealed in ``token``. Raises ``McpError(-32602)`` if it is not a
+        token of ours, was altered, belongs to another request or subject, or has
+        expired."""
+        if not isinstance(token, str) or token.count(".") != 1 or len(token) > 1 << 20:
+            raise _refused("is malformed")
+        body_text, mac_text = token.split(".")
+        try:
+            body, mac = _unb64(body_text), _unb64(mac_text)
+        except (ValueError, TypeError):
+            raise _refused("is malformed") from None
+        if not hmac.compare_digest(mac, self._mac(body)):
+            raise _refused("failed its integrity check (altered, or sealed with another key)")
+        payload = _decode(body)
+        if payload.get("v") != _VERSION or payload.get("d") != digest:
+            raise _refused("belongs to another request")
+        if payload.get("s") != subject:
+            raise _refused("belongs to another principal")
+        expiry = payload.get("x")
+        if not isinstance(expiry, int) or (time.time() if now is None else now) > expiry:
+            raise _refused("has expired; send the request again without it")
+        answers = payload.get("a")
+        return answers if isinstance(answers, dict) else {}

@@ -1,0 +1,195 @@
+"""How a handler's questions to the client travel, per era (docs/interactive.md).
+
+:class:`~mcpkit.server.context.Context` asks through an asker. In the legacy era
+(:class:`LiveAsker`) each question is a JSON-RPC request to the client, awaited with its
+own deadline. In the modern era (:class:`ReplayAsker`) there are no server→client
+requests: the handler is *re-run* on each retry of the client's request, and each
+question is answered from what the client already said — the answers sealed into
+``requestState`` on earlier rounds, or this round's ``inputResponses``. The first
+question without an answer ends the run with :class:`InputRequired`, which the
+dispatcher turns into an ``InputRequiredResult`` listing every question asked together
+(``asyncio.gather``) and the sealed answers so far. Nothing stays on the server between
+rounds, so any node that shares the state key can continue the exchange.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any, Protocol
+
+import msgspec
+
+from ..protocol.errors import INVALID_PARAMS, McpError, flatten_text
+from ..protocol.interactive import InputRequest, InputRequiredResult, decode_answer
+from ..protocol.request_state import StateSealer, request_digest
+from ..protocol.types import Result
+from ..runtime.outbound import Outbound
+from .schema import SchemaError, converter_for, type_schema
+
+__all__ = [
+    "InputRequired",
+    "Asker",
+    "LiveAsker",
+    "ReplayAsker",
+    "NoAsker",
+    "MrtrParams",
+    "elicitation_schema",
+    "content_converter",
+]
+
+_encode = msgspec.json.Encoder(order="sorted").encode
+_decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+class InputRequired(BaseException):
+    """Raised inside a modern-era handler by a question that has no answer yet; it
+    ends the run (``except Exception`` in user code does not stop it)."""
+
+
+class Asker(Protocol):
+    async def ask(self, key: str, method: str, params: dict[str, Any], timeout: float) -> Result:
+        """The client's answer to ``method`` with ``params``, typed."""
+        ...
+
+
+class LiveAsker:
+    """Legacy era: each question is a request to the client over ``outbound``."""
+
+    __slots__ = ("_outbound",)
+
+    def __init__(self, outbound: Outbound) -> None:
+        self._outbound = outbound
+
+    async def ask(self, key: str, method: str, params: dict[str, Any], timeout: float) -> Result:
+        """Raises :class:`McpError` for the client's error response,
+        :class:`~mcpkit.RequestTimeout` after ``timeout`` seconds (the request is
+        cancelled on the wire), :class:`~mcpkit.ConnectionClosed` when the connection
+        ends first; a malformed answer raises a local ``McpError(-32603)``. On
+        cancellation the request is cancelled on the wire and ``CancelledError``
+        propagates."""
+        raw = await self._outbound.request(method, params, timeout=timeout)
+        try:
+            return decode_answer(method, _decode_dict(raw), f"the client's answer to {method}")
+        except (McpError, msgspec.DecodeError, RecursionError) as exc:
+            err = McpError(-32603, f"Invalid result from client: {flatten_text(str(exc), 256)}")
+            err.local = True
+            raise err from None
+
+
+class NoAsker:
+    """A request that cannot ask anything (a modern method that has no input rounds)."""
+
+    def __init__(self, method: str) -> None:
+        self._method = method
+
+    async def ask(self, key: str, method: str, params: dict[str, Any], timeout: float) -> Result:
+        raise RuntimeError(f"a {self._method} handler cannot ask the client for input in the 2026-07-28 era")
+
+
+class MrtrParams(msgspec.Struct, kw_only=True, rename="camel"):
+    """The members of a modern request's params that carry a retry's answers."""
+
+    input_responses: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    request_state: str | msgspec.UnsetType = msgspec.UNSET
+
+
+def _question_id(method: str, params: dict[str, Any]) -> str:
+    return hashlib.sha256(_encode([method, params])).hexdigest()[:16]
+
+
+class ReplayAsker:
+    """Modern era: answers from the sealed state and this round's responses; a
+    question without one is recorded and ends the run (:class:`InputRequired`).
+
+    Each recorded answer is kept with a digest of its question, so a handler that asks
+    something else under the same key on a later run is asked again, not answered
+    with a stale reply.
+    """
+
+    def __init__(
+        self, sealer: StateSealer, method: str, params: dict[str, Any], mrtr: MrtrParams, subject: str | None = None
+    ) -> None:
+        """Raises ``McpError(-32602)`` if ``requestState`` fails verification."""
+        self._sealer = sealer
+        self._subject = subject
+        self._digest = request_digest(method, params)
+        state = mrtr.request_state
+        self._recorded: dict[str, Any] = (
+            {} if isinstance(state, msgspec.UnsetType) else sealer.open(state, self._digest, subject=subject)
+        )
+        responses = mrtr.input_responses
+        self._responses: dict[str, Any] = {} if isinstance(responses, msgspec.UnsetType) else responses
+        self._answers: dict[str, Any] = {}
+        self.pending: dict[str, InputRequest] = {}
+
+    async def ask(self, key: str, method: str, params: dict[str, Any], timeout: float) -> Result:
+        """Raises :class:`InputRequired` if the question has no answer yet, and
+        ``McpError(-32602)`` if this round's answer does not have the right shape."""
+        qid = _question_id(method, params)
+        recorded = self._recorded.get(key)
+        if isinstance(recorded, list) and len(recorded) == 2 and recorded[0] == qid:
+            answer = recorded[1]
+        elif key in self._responses:
+            answer = self._responses[key]
+        else:
+            self.pending[key] = InputRequest(method=method, params=params)
+            raise InputRequired
+        typed = decode_answer(method, answer, f"inputResponses.{flatten_text(key, 64)}")
+        self._answers[key] = [qid, answer]
+        return typed
+
+    def result(self) -> InputRequiredResult:
+        """The ``InputRequiredResult`` for the questions left unanswered by this run."""
+        return InputRequiredResult(
+            input_requests=dict(self.pending),
+            request_state=self._sealer.seal(self._digest, self._answers, subject=self._subject),
+        )
+
+
+def elicitation_schema(schema_or_model: Any) -> dict[str, Any]:
+    """The ``requestedSchema`` for ``schema_or_model``: a JSON Schema dict as it is, or
+    the schema of a class (msgspec struct, dataclass, TypedDict, pydantic model).
+    Raises ``ValueError`` unless the result is a flat object of primitive properties
+    (string, number, integer, boolean, enums), as elicitation allows."""
+    if isinstance(schema_or_model, dict):
+        schema = schema_or_model
+    else:
+        defs: dict[str, Any] = {}
+        try:
+            schema = type_schema(schema_or_model, defs)
+        except SchemaError as exc:
+            raise ValueError(f"cannot elicit {schema_or_model!r}: {exc}") from None
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            schema = defs[ref.removeprefix("#/$defs/")]
+        schema = {k: v for k, v in schema.items() if k in ("type", "properties", "required", "title", "description")}
+    if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
+        raise ValueError("an elicitation schema must be an object schema with 'properties'")
+    for name, prop in schema["properties"].items():
+        if not isinstance(prop, dict) or (prop.get("type") not in _PRIMITIVES and "enum" not in prop and "oneOf" not in prop):
+            raise ValueError(f"elicitation property {name!r} must be a string, number, integer, boolean or enum")
+    return schema
+
+
+_PRIMITIVES = ("string", "number", "integer", "boolean", "array")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Converter:
+    tp: Any
+
+    def __call__(self, content: dict[str, Any]) -> Any:
+        convert = converter_for(self.tp)
+        return content if convert is None else convert(content)
+
+
+def content_converter(schema_or_model: Any) -> _Converter | None:
+    """What turns accepted content into the type the handler asked with (None for a
+    plain schema dict: the content stays a dict)."""
+    return None if isinstance(schema_or_model, dict) else _Converter(schema_or_model)
+
+
+def invalid_content(exc: Exception) -> McpError:
+    """The error for accepted content that does not fit the handler's type."""
+    return McpError(INVALID_PARAMS, f"Invalid params: elicitation content: {flatten_text(str(exc), 256)}")
