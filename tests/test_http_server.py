@@ -28,12 +28,12 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Mount
 
 from conftest import SERVERS, free_port, listening, rss_kib
+from conftest import serve_in_thread as _serve
 from mcpkit import Context, HttpError, InMemoryEventStore, McpError, Server
 
 MODERN = "2026-07-28"
@@ -269,32 +269,6 @@ class _CountingApp:
             return message
 
         await self.app(scope, counted, send)
-
-
-@contextlib.contextmanager
-def _serve(app: Any) -> Iterator[int]:
-    """Run ``app`` under uvicorn on 127.0.0.1 in a thread; yield the port. Bounded start-up
-    (10 s) and shutdown (graceful for at most 2 s)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = int(sock.getsockname()[1])
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive(), "uvicorn exited during start-up"
-            assert time.monotonic() < deadline, "uvicorn did not start within 10 s"
-            time.sleep(0.01)
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-        assert not thread.is_alive(), "uvicorn did not shut down within 10 s"
 
 
 @pytest.fixture(scope="module")

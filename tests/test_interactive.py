@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ERAS, LEGACY, MODERN, free_port, listening, load_server, server_command
+from conftest import ERAS, LEGACY, MODERN, free_port, listening, load_server, serve_in_thread, server_command
 from mcpkit import (
     MISSING_CLIENT_CAPABILITY,
     Client,
@@ -180,6 +180,16 @@ async def test_prompts_and_resources_ask_too(connect: Any, kind: str, era: str) 
 async def test_catching_exception_does_not_swallow_the_input_round(connect: Any, era: str) -> None:
     async with connect("memory", era, on_elicit=accept({"ok": True})) as client:
         assert text_of(await client.call_tool("careful")) == "state-ok accept"
+
+
+async def test_legacy_question_from_a_json_response_goes_on_the_get_stream() -> None:
+    """With json_response=True a POST's answer is plain JSON, so the question cannot ride
+    on it: it goes on the session's GET stream, and the answer still reaches the handler."""
+    server: Server = load_server("interactive").server
+    with serve_in_thread(server.asgi_app(json_response=True)) as port:
+        opts = ClientOptions(protocol_version=LEGACY, request_timeout=10, on_elicit=accept({"name": "Grace"}))
+        async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), opts) as client:
+            assert text_of(await client.call_tool("ask_name")) == "Hello, Grace!"
 
 
 # --- missing capability, URL mode ---------------------------------------------------------------
