@@ -9,9 +9,9 @@ with ``_meta``. ``scripts/conformance.sh`` starts this server and runs the suite
 server scenarios against it. The names and payloads below are the ones the suite
 checks (``@modelcontextprotocol/conformance@0.2.0-alpha.12``).
 
-Not here yet, and listed in ``scripts/conformance-expected-failures.txt``: list-changed
-triggers and resource subscriptions (issue 9), tasks (issue 16), and
-``test_reconnection``, which needs a way for a tool to close its SSE stream (issue 10).
+Not here yet, and listed in ``scripts/conformance-expected-failures.txt``: tasks (issue
+16), and ``test_reconnection``, which needs a way for a tool to close its SSE stream
+(issue 10).
 """
 
 from __future__ import annotations
@@ -249,6 +249,44 @@ async def test_streaming_elicitation(ctx: Context) -> str:
     """Ask mid-call: in the modern era that ends the call with input_required (never a request on the stream)."""
     answer = await ctx.elicit("Continue?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
     return f"Streaming elicitation: {answer.action}"
+
+
+# --- a dynamic server: what it offers changes while clients listen (docs/subscriptions.md) --------
+
+_toggles = {"tool": False, "prompt": False}
+
+
+@server.tool
+def test_trigger_tool_change() -> str:
+    """Add or remove a tool: clients listening for tool-list changes are told."""
+    if _toggles["tool"]:
+        server.remove_tool("test_dynamic_tool")
+    else:
+        server.tool(name="test_dynamic_tool", description="Comes and goes")(lambda: "here")
+    _toggles["tool"] = not _toggles["tool"]
+    return "The tool list changed"
+
+
+@server.tool
+def test_trigger_prompt_change() -> str:
+    """Add or remove a prompt: clients listening for prompt-list changes are told."""
+    if _toggles["prompt"]:
+        server.remove_prompt("test_dynamic_prompt")
+    else:
+        server.prompt(name="test_dynamic_prompt", description="Comes and goes")(lambda: "here")
+    _toggles["prompt"] = not _toggles["prompt"]
+    return "The prompt list changed"
+
+
+@server.tool
+async def test_trigger_resource_update(uri: str) -> str:
+    """Tell the clients subscribed to ``uri`` that it changed.
+
+    Args:
+        uri: The resource that changed.
+    """
+    await server.notify_resource_updated(uri)
+    return f"Updated {uri}"
 
 
 # --- multi-round-trip requests (2026-07-28): the keys are the ones the suite looks for ----------

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .client.client import Client
     from .client.options import ClientOptions, RequestOptions
     from .client.results import UnexpectedResultType
+    from .client.subscriptions import Subscription, SubscriptionEvent
     from .protocol.errors import (
         INTERNAL_ERROR,
         INVALID_PARAMS,
@@ -85,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "ClientOptions": ".client.options",
     "RequestOptions": ".client.options",
     "UnexpectedResultType": ".client.results",
+    "Subscription": ".client.subscriptions",
+    "SubscriptionEvent": ".client.subscriptions",
     "CreateMessageParams": ".protocol.interactive",
     "CreateMessageResult": ".protocol.interactive",
     "ElicitRequestParams": ".protocol.interactive",
@@ -156,6 +159,8 @@ __all__ = [
     "Client",
     "ClientOptions",
     "RequestOptions",
+    "Subscription",
+    "SubscriptionEvent",
     # transports
     "Transport",
     "StdioTransport",

@@ -5,6 +5,7 @@ transport. Era negotiation lives in :mod:`.negotiation`, the server's own messag
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Collection
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -13,6 +14,7 @@ import msgspec
 from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, EraPolicy
 from ..protocol.errors import INTERNAL_ERROR, URL_ELICITATION_REQUIRED, ConnectionClosed, McpError, RequestTimeout
+from ..protocol.events import RequestId
 from ..protocol.interactive import INPUT_REQUIRED, MRTR_METHODS, InputRequest, UrlElicitationRequired
 from ..protocol.types import (
     LOG_LEVELS,
@@ -26,8 +28,12 @@ from ..protocol.types import (
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
+    Prompt,
     ReadResourceResult,
+    Resource,
+    ResourceTemplate,
     Root,
+    Tool,
 )
 from ..runtime.peer import Peer, ProgressCallback, check_timeout
 from ..transports.base import Servable, Transport
@@ -35,6 +41,7 @@ from .handlers import ServerMessages
 from .negotiation import negotiate
 from .options import ClientOptions, RequestOptions
 from .results import UnexpectedResultType, decode_result
+from .subscriptions import Subscription
 
 __all__ = ["Client"]
 
@@ -122,7 +129,12 @@ class Client:
         return self.options.request_timeout if timeout is None else check_timeout(timeout)
 
     async def _request(
-        self, method: str, params: dict[str, Any] | None, timeout: float, on_progress: ProgressCallback | None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        on_start: Callable[[RequestId], None] | None = None,
     ) -> msgspec.Raw:
         peer = self._peer
         if peer is None:
@@ -132,7 +144,7 @@ class Client:
             extra = params.get("_meta")
             params["_meta"] = {**self._meta, **extra} if isinstance(extra, dict) else self._meta
         try:
-            return await peer.request(method, params, timeout=timeout, on_progress=on_progress)
+            return await peer.request(method, params, timeout=timeout, on_progress=on_progress, on_start=on_start)
         except McpError as exc:
             if exc.code == URL_ELICITATION_REQUIRED and not exc.local:
                 raise _url_elicitation_required(exc) from None
@@ -233,6 +245,12 @@ class Client:
         return await self._typed("server/discover", None, DiscoverResult, timeout)
 
     async def list_tools(self, cursor: str | None = None, *, timeout: float | None = None) -> ListToolsResult:
+        """``tools/list``: one page of the server's tools (pass ``next_cursor`` back as
+        ``cursor`` for the next).
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
+        deadline (``timeout``, else the client's ``request_timeout``) and
+        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
         return await self._typed("tools/list", _cursor(cursor), ListToolsResult, timeout)
 
     async def call_tool(
@@ -252,22 +270,48 @@ class Client:
         return await self._typed("tools/call", params, CallToolResult, timeout, on_progress)
 
     async def list_resources(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourcesResult:
+        """``resources/list``: one page of the server's resources.
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
+        deadline (``timeout``, else the client's ``request_timeout``) and
+        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
         return await self._typed("resources/list", _cursor(cursor), ListResourcesResult, timeout)
 
     async def list_resource_templates(
         self, cursor: str | None = None, *, timeout: float | None = None
     ) -> ListResourceTemplatesResult:
+        """``resources/templates/list``: one page of the server's resource templates.
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
+        deadline (``timeout``, else the client's ``request_timeout``) and
+        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
         return await self._typed("resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout)
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """``resources/read``: the contents of the resource at ``uri``. An unknown URI
+        is an :class:`McpError` (``-32602``; servers of other SDKs may send ``-32002``).
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
+        deadline (``timeout``, else the client's ``request_timeout``) and
+        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
         return await self._typed("resources/read", {"uri": uri}, ReadResourceResult, timeout)
 
     async def list_prompts(self, cursor: str | None = None, *, timeout: float | None = None) -> ListPromptsResult:
+        """``prompts/list``: one page of the server's prompts.
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
+        deadline (``timeout``, else the client's ``request_timeout``) and
+        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
         return await self._typed("prompts/list", _cursor(cursor), ListPromptsResult, timeout)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
     ) -> GetPromptResult:
+        """``prompts/get``: the prompt ``name`` filled in with ``arguments`` (strings).
+
+        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
+        deadline (``timeout``, else the client's ``request_timeout``) and
+        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = arguments
@@ -288,6 +332,71 @@ class Client:
         if context:
             params["context"] = {"arguments": context}
         return await self._typed("completion/complete", params, CompleteResult, timeout)
+
+    # --- changes and pagination (docs/subscriptions.md) -------------------------------------
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether the connection is open."""
+        return self._peer is not None and not self._peer.is_closed
+
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Collection[str] = (),
+    ) -> Subscription:
+        """Subscribe to changes, in either era: ``async with client.listen(tools=True)
+        as changes: async for change in changes: ...`` yields a
+        :class:`SubscriptionEvent` per change — re-list (``kind`` ``"tools"``,
+        ``"prompts"``, ``"resources"``) or re-read (``"resource"``, ``uri``). Modern era:
+        one ``subscriptions/listen`` request, acknowledged before ``async with`` returns,
+        cancelled on exit, reopened if the connection drops it. Legacy era:
+        ``resources/subscribe`` for each URI (undone on exit) and the session's list
+        notifications. Entering raises :class:`McpError` if the server refuses."""
+        lists = [kind for kind, wanted in (("tools", tools), ("prompts", prompts), ("resources", resources)) if wanted]
+        return Subscription(self, lists=lists, uris=resource_uris)
+
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Legacy era: ``resources/subscribe`` (the modern era has :meth:`listen` only).
+        Raises :class:`McpError` (-32002 for an unknown resource)."""
+        await self._typed("resources/subscribe", {"uri": uri}, dict[str, Any], timeout)
+
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Legacy era: ``resources/unsubscribe``."""
+        await self._typed("resources/unsubscribe", {"uri": uri}, dict[str, Any], timeout)
+
+    async def _all_pages(self, list_page: Callable[[str | None], Awaitable[Any]], field: str, max_pages: int) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        for _ in range(max_pages):
+            page = await list_page(cursor)
+            items.extend(getattr(page, field))
+            cursor = page.next_cursor
+            if not cursor:
+                return items
+        err = McpError(INTERNAL_ERROR, f"The server's list has more than {max_pages} pages")
+        err.local = True
+        raise err
+
+    async def list_all_tools(self, *, max_pages: int = 100) -> list[Tool]:
+        """Every tool, following ``nextCursor``. Raises a local :class:`McpError` past
+        ``max_pages`` pages (a server that never ends its list)."""
+        return await self._all_pages(self.list_tools, "tools", max_pages)
+
+    async def list_all_resources(self, *, max_pages: int = 100) -> list[Resource]:
+        """Every resource, following ``nextCursor`` (at most ``max_pages`` pages)."""
+        return await self._all_pages(self.list_resources, "resources", max_pages)
+
+    async def list_all_resource_templates(self, *, max_pages: int = 100) -> list[ResourceTemplate]:
+        """Every resource template, following ``nextCursor`` (at most ``max_pages`` pages)."""
+        return await self._all_pages(self.list_resource_templates, "resource_templates", max_pages)
+
+    async def list_all_prompts(self, *, max_pages: int = 100) -> list[Prompt]:
+        """Every prompt, following ``nextCursor`` (at most ``max_pages`` pages)."""
+        return await self._all_pages(self.list_prompts, "prompts", max_pages)
 
     async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Legacy era: ``logging/setLevel``. Modern era: sets the per-request

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -29,6 +30,11 @@ from .options import ClientOptions
 __all__ = ["ServerMessages"]
 
 _decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
+_LIST_CHANGED = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
 log = logging.getLogger("mcpkit.client")
 
 
@@ -58,6 +64,18 @@ class ServerMessages:
         #: The roots the client offers now (``Client.set_roots`` changes them).
         self.roots: list[Root] | None = options.roots
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
+
+    def listen(self, listener: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener(method, params)`` for every notification from now on; returns
+        the function that stops it."""
+        self._listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return stop
 
     async def on_request(self, ev: RequestReceived) -> Any:
         """The result for a legacy-era server request; ``McpError(-32601)`` for one we
@@ -110,15 +128,23 @@ class ServerMessages:
         on_log = self.options.on_log
         if method == "notifications/message" and on_log is not None:
             level, logger = data.get("level"), data.get("logger")
-            res = on_log(
-                level if isinstance(level, str) else "info", data.get("data"), logger if isinstance(logger, str) else None
+            self._run(
+                on_log(level if isinstance(level, str) else "info", data.get("data"), logger if isinstance(logger, str) else None)
             )
-            if inspect.isawaitable(res):
-                task = asyncio.ensure_future(res)
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+        on_list_changed = self.options.on_list_changed
+        if on_list_changed is not None and method in _LIST_CHANGED:
+            self._run(on_list_changed(_LIST_CHANGED[method]))
+        for listener in tuple(self._listeners):
+            listener(method, data)
         if self.options.on_notification is not None:
             self.options.on_notification(method, data)
+
+    def _run(self, result: Any) -> None:
+        """Keep an async callback's awaitable running until it finishes."""
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
 
 def _convert(params: dict[str, Any], tp: type[Any]) -> Any:

@@ -13,11 +13,21 @@ from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Root
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..runtime.peer import ProgressCallback, check_timeout
 
-__all__ = ["ClientOptions", "RequestOptions", "LogHandler", "NotificationCallback", "ElicitHandler", "SampleHandler"]
+__all__ = [
+    "ClientOptions",
+    "RequestOptions",
+    "LogHandler",
+    "NotificationCallback",
+    "ElicitHandler",
+    "SampleHandler",
+    "ListChangedHandler",
+]
 
 LogHandler = Callable[[str, Any, str | None], Awaitable[None] | None]
 #: ``on_elicit(request)``: the user's answer, as an ``ElicitResult`` or a dict.
 ElicitHandler = Callable[[ElicitRequestParams], Any]
+#: ``on_list_changed(kind)``: ``"tools"``, ``"prompts"`` or ``"resources"`` changed (sync or async).
+ListChangedHandler = Callable[[str], Any]
 #: ``on_sample(request)``: the model's answer, as a ``CreateMessageResult`` or a dict.
 SampleHandler = Callable[[CreateMessageParams], Any]
 NotificationCallback = Callable[[str, dict[str, Any]], None]
@@ -40,6 +50,9 @@ class ClientOptions:
     the ``elicitation_modes`` given; ``sampling.tools`` with ``sampling_tools``). In the
     modern era a request answered with ``input_required`` is retried with the answers,
     at most ``max_input_rounds`` times, all within the call's deadline.
+
+    ``on_list_changed(kind)`` is called when the server says a list changed (legacy:
+    whenever it does; modern: while a :meth:`Client.listen` subscription is open).
     """
 
     request_timeout: float = 30.0
@@ -57,6 +70,7 @@ class ClientOptions:
     elicitation_modes: tuple[str, ...] = ("form",)
     sampling_tools: bool = False
     max_input_rounds: int = 8
+    on_list_changed: ListChangedHandler | None = None
 
     def __post_init__(self) -> None:
         check_timeout(self.request_timeout)

@@ -80,7 +80,7 @@ class _Modern(EraPolicy):
     log_by_default = False
     cancel_on_disconnect = True
     resumable_streams = False
-    foreign_methods = frozenset({"ping", "initialize", "logging/setLevel"})
+    foreign_methods = frozenset({"ping", "initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
     def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
         return modern_status_error(exc, method, limit)
@@ -119,7 +119,7 @@ class _Legacy(EraPolicy):
     log_by_default = True  # until the client sends logging/setLevel
     cancel_on_disconnect = False  # the handler runs on; the client may resume the stream
     resumable_streams = True
-    foreign_methods = frozenset({"server/discover"})
+    foreign_methods = frozenset({"server/discover", "subscriptions/listen"})
 
     def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
         return legacy_status_error(exc, limit)

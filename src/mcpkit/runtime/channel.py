@@ -31,15 +31,30 @@ OnClose = Callable[[str | None], None]
 
 
 class Transport(Protocol):
-    """What the engine's driver needs from a channel."""
+    """What the engine's driver needs from a channel: the transport interface.
 
-    async def start(self, on_message: OnMessage, on_close: OnClose) -> None: ...
+    A transport moves whole JSON-RPC messages (bytes, unframed) and knows nothing of
+    their content. ``Client`` and ``Server.serve`` accept any object with these four
+    methods, so a transport of your own plugs in the same way as the built-in ones.
+    """
 
-    def send(self, data: bytes) -> None: ...
+    async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
+        """Open the channel: call ``on_message(bytes)`` for each whole message received and
+        ``on_close(reason)`` once when it ends. Raises ``OSError`` if it cannot be opened."""
+        ...
 
-    async def drain(self) -> None: ...
+    def send(self, data: bytes) -> None:
+        """Queue one message (without framing). Never blocks; never raises for a closed
+        channel (the message is dropped and ``on_close`` reports the end)."""
+        ...
 
-    async def close(self) -> None: ...
+    async def drain(self) -> None:
+        """Wait while the other side is slow to read what was sent."""
+        ...
+
+    async def close(self) -> None:
+        """Close the channel. Idempotent."""
+        ...
 
 
 @runtime_checkable

@@ -38,11 +38,20 @@ class Notifier:
     go to ``ask`` (without one, a request raises ``RuntimeError``: there is no way
     back to the peer)."""
 
-    __slots__ = ("_ask", "_send")
+    __slots__ = ("_ask", "_drain", "_send")
 
-    def __init__(self, send: Callable[[str, Any], None], ask: Ask | None = None) -> None:
+    def __init__(
+        self, send: Callable[[str, Any], None], ask: Ask | None = None, drain: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self._send = send
         self._ask = ask
+        self._drain = drain
+
+    async def drain(self) -> None:
+        """Wait until what was sent has been taken by the connection (flow control:
+        a no-op without a ``drain`` function)."""
+        if self._drain is not None:
+            await self._drain()
 
     def notify(self, method: str, params: Any = None) -> None:
         self._send(method, params)

@@ -214,8 +214,10 @@ class Peer:
         *,
         timeout: float,
         on_progress: ProgressCallback | None = None,
+        on_start: Callable[[RequestId], None] | None = None,
     ) -> msgspec.Raw:
-        """Send a request and wait for its result (raw JSON).
+        """Send a request and wait for its result (raw JSON). ``on_start`` is told the
+        request's id before it is sent.
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` when
         ``timeout`` seconds pass first (the request is cancelled on the wire if it was
@@ -229,6 +231,8 @@ class Peer:
         out = self.engine.start_request(method, params, deadline=loop.time() + timeout, progress=on_progress is not None)
         fut: asyncio.Future[msgspec.Raw] = loop.create_future()
         out.waiter = fut
+        if on_start is not None:
+            on_start(out.id)
         if on_progress is not None:
             self._progress[out.id] = on_progress
         timer = loop.call_at(out.deadline, self._expire, out)
@@ -261,6 +265,10 @@ class Peer:
             fut = out.waiter
             if fut is not None and not fut.done():
                 fut.set_exception(RequestTimeout(out.id))
+
+    async def drain(self) -> None:
+        """Wait until the transport has taken what was sent (flow control)."""
+        await self.transport.drain()
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (fire and forget; dropped if the transport can no

@@ -203,15 +203,19 @@ class Context:
         self._outbound.notify("notifications/message", params)
 
     async def debug(self, data: Any, *, logger: str | None = None) -> None:
+        """``log("debug", data)``: sent only if the client's level lets it through."""
         await self.log("debug", data, logger=logger)
 
     async def info(self, data: Any, *, logger: str | None = None) -> None:
+        """``log("info", data)``: sent only if the client's level lets it through."""
         await self.log("info", data, logger=logger)
 
     async def warning(self, data: Any, *, logger: str | None = None) -> None:
+        """``log("warning", data)``: sent only if the client's level lets it through."""
         await self.log("warning", data, logger=logger)
 
     async def error(self, data: Any, *, logger: str | None = None) -> None:
+        """``log("error", data)``: sent only if the client's level lets it through."""
         await self.log("error", data, logger=logger)
 
     # --- progress ------------------------------------------------------------------------

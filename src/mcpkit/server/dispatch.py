@@ -48,7 +48,7 @@ from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIO
 from ..protocol.wire_errors import bounded, internal_error, to_wire_error
 from ..runtime.outbound import Outbound
 from .context import Context
-from .features import completions, logging, prompts, resources, tools
+from .features import completions, logging, prompts, resources, subscriptions, tools
 from .interaction import Asker, InputRequired, LiveAsker, MrtrParams, NoAsker, ReplayAsker
 from .registry import CallNext, Middleware, Registry
 from .session import Session
@@ -74,6 +74,9 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "prompts/get": (GetPromptParams, prompts.get_prompt),
     "completion/complete": (CompleteParams, completions.complete),
     "logging/setLevel": (SetLevelParams, logging.set_level),
+    "resources/subscribe": (ReadResourceParams, subscriptions.subscribe),
+    "resources/unsubscribe": (ReadResourceParams, subscriptions.unsubscribe),
+    "subscriptions/listen": (subscriptions.ListenParams, subscriptions.listen),
 }
 
 _decode_meta = msgspec.json.Decoder(Params).decode

@@ -14,6 +14,7 @@ import msgspec
 from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.request_state import StateSealer
+from .changes import ChangeHub
 from .context import Context
 from .features.prompts import PromptDef
 from .features.resources import ResourceDef, TemplateDef
@@ -21,9 +22,22 @@ from .features.tools import ToolDef
 
 __all__ = ["Registry", "Settings", "Setting", "Middleware", "CallNext"]
 
+_LIST_OF = {"tool": "tools", "resource": "resources", "template": "resources", "prompt": "prompts"}
+
+
 T = TypeVar("T")
 CallNext = Callable[[], Awaitable[Any]]
+"""What middleware awaits to run the rest of the chain: ``await call_next()`` runs the
+next middleware, or the request's handler, and returns its result (or raises what it
+raised). Not calling it answers the request without running the handler."""
 Middleware = Callable[[Context, CallNext], Awaitable[Any]]
+"""The type of middleware: ``async def mw(ctx: Context, call_next: CallNext) -> Any``,
+registered with ``Server.use``, the first registered outermost. It runs for every request
+after the handshake and may read ``ctx``, keep values in ``ctx.state``, refuse the request
+by raising, or change the result ``call_next()`` returns. What it raises is a protocol
+error whatever the request: ``McpError`` as it is, any other exception as ``-32603``
+with a reference id (docs/errors.md). When the request is cancelled, the
+``CancelledError`` comes out of ``call_next()``: let it propagate."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -69,8 +83,10 @@ class Registry:
     """The server's registered features; registration raises ``ValueError`` for a
     duplicate name or URI."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, hub: ChangeHub) -> None:
         self.settings = settings
+        #: Where list changes and resource updates are published and fanned out.
+        self.hub = hub
         self.tools: dict[str, ToolDef] = {}
         self.resources: dict[str, ResourceDef] = {}
         self.templates: list[TemplateDef] = []
@@ -78,6 +94,8 @@ class Registry:
         self.completions: dict[tuple[str, str], Callable[..., Any]] = {}
         self.middleware: list[Middleware] = []
         self._header_rules: dict[str, HeaderRules] = {}
+        #: Disabled features, by kind and key: out of every list and unknown to calls.
+        self.disabled: dict[tuple[str, str], Any] = {}
 
     # --- registration -------------------------------------------------------------------------
 
@@ -92,20 +110,81 @@ class Registry:
                 raise ValueError(f"tool {td.name!r}: {exc}") from None
         self.tools[td.name] = td
         self._header_rules[td.name] = rules
+        self.hub.list_changed("tools")
 
     def add_resource(self, rd: ResourceDef) -> None:
         uri = rd.resource.uri
         if uri in self.resources:
             raise ValueError(f"a resource with URI {uri!r} is already registered")
         self.resources[uri] = rd
+        self.hub.list_changed("resources")
 
     def add_template(self, td: TemplateDef) -> None:
         self.templates.append(td)
+        self.hub.list_changed("resources")
 
     def add_prompt(self, pd: PromptDef) -> None:
         if pd.prompt.name in self.prompts:
             raise ValueError(f"a prompt named {pd.prompt.name!r} is already registered")
         self.prompts[pd.prompt.name] = pd
+        self.hub.list_changed("prompts")
+
+    # --- changing what is offered while serving -------------------------------------------------
+
+    def _table(self, kind: str) -> dict[str, Any]:
+        tables: dict[str, dict[str, Any]] = {"tool": self.tools, "resource": self.resources, "prompt": self.prompts}
+        if kind not in tables and kind != "template":
+            raise ValueError(f"kind must be 'tool', 'resource', 'template' or 'prompt', not {kind!r}")
+        return tables.get(kind, {})
+
+    def remove(self, kind: str, key: str) -> None:
+        """Remove the tool, resource, template (by its URI template) or prompt ``key``,
+        enabled or not. Raises ``KeyError`` if there is none."""
+        table = self._table(kind)
+        if self.disabled.pop((kind, key), None) is not None:
+            return  # a disabled one is in no list: nothing changes for clients
+        if kind == "template":
+            found = [t for t in self.templates if t.template.uri_template == key]
+            if not found:
+                raise KeyError(key)
+            self.templates.remove(found[0])
+        else:
+            del table[key]
+        if kind == "tool":
+            self._header_rules.pop(key, None)
+        self.hub.list_changed(_LIST_OF[kind])
+
+    def set_enabled(self, kind: str, key: str, enabled: bool) -> None:
+        """Enable or disable a feature; a disabled one is in no list and unknown to
+        calls until enabled again. Raises ``KeyError`` if there is none."""
+        table = self._table(kind)
+        if enabled:
+            item = self.disabled.pop((kind, key), None)
+            if item is None:
+                if (kind == "template" and any(t.template.uri_template == key for t in self.templates)) or key in table:
+                    return  # already enabled
+                raise KeyError(key)
+            if kind == "template":
+                self.templates.append(item)
+            else:
+                table[key] = item
+        else:
+            if (kind, key) in self.disabled:
+                return
+            if kind == "template":
+                found = [t for t in self.templates if t.template.uri_template == key]
+                if not found:
+                    raise KeyError(key)
+                self.templates.remove(found[0])
+                item = found[0]
+            else:
+                item = table.pop(key)
+            self.disabled[(kind, key)] = item
+        self.hub.list_changed(_LIST_OF[kind])
+
+    def knows_resource(self, uri: str) -> bool:
+        """Whether ``uri`` is a registered resource or matches a template."""
+        return uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -126,12 +205,13 @@ class Registry:
     def capabilities(self) -> dict[str, Any]:
         """The server capabilities these features amount to."""
         caps: dict[str, Any] = {"logging": {}}
-        if self.tools:
-            caps["tools"] = {"listChanged": False}
-        if self.resources or self.templates:
-            caps["resources"] = {"subscribe": False, "listChanged": False}
-        if self.prompts:
-            caps["prompts"] = {"listChanged": False}
+        kinds = {kind for kind, _ in self.disabled}
+        if self.tools or "tool" in kinds:
+            caps["tools"] = {"listChanged": True}
+        if self.resources or self.templates or kinds & {"resource", "template"}:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts or "prompt" in kinds:
+            caps["prompts"] = {"listChanged": True}
         if self.completions or self.prompts or self.templates:
             caps["completions"] = {}
         return caps

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
@@ -23,8 +23,10 @@ from ..protocol.types import Implementation, Resource, ResourceTemplate, ToolAnn
 from ..protocol.versions import Era
 from ..runtime.outbound import Outbound
 from ..runtime.peer import Peer, check_timeout
+from ..stores.bus import InMemoryBus, SubscriptionBus
 from ..transports.base import Transport
 from ..transports.stdio import ServerStdio
+from .changes import ChangeHub, Subscriber
 from .context import callable_name, callable_target
 from .dispatch import Dispatcher
 from .features.prompts import PromptDef
@@ -97,6 +99,7 @@ class Server:
         ask_timeout: float = 300.0,
         state_key: bytes | str | None = None,
         state_ttl: float = 600.0,
+        bus: SubscriptionBus | None = None,
     ) -> None:
         if eras not in ("dual", "modern", "legacy"):
             raise ValueError("eras must be 'dual', 'modern' or 'legacy'")
@@ -122,8 +125,66 @@ class Server:
             ask_timeout=check_timeout(ask_timeout),
             state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
         )
-        self._registry = Registry(settings)
+        self._registry = Registry(settings, ChangeHub(bus if bus is not None else InMemoryBus()))
         self._dispatcher = Dispatcher(self._registry, self.info, instructions)
+
+    # --- changing what is offered while serving (docs/subscriptions.md) -------------------
+
+    def remove_tool(self, name: str) -> None:
+        """Remove a tool; connected clients are told its list changed. ``KeyError`` if
+        there is none."""
+        self._registry.remove("tool", name)
+
+    def remove_resource(self, uri: str) -> None:
+        """Remove a resource, or a template given its URI template. ``KeyError`` if there
+        is none."""
+        kind = "template" if "{" in uri else "resource"
+        self._registry.remove(kind, uri)
+
+    def remove_prompt(self, name: str) -> None:
+        """Remove a prompt. ``KeyError`` if there is none."""
+        self._registry.remove("prompt", name)
+
+    def disable(self, kind: Literal["tool", "resource", "template", "prompt"], key: str) -> None:
+        """Hide a tool, resource, template or prompt: it leaves its list (clients are told)
+        and calls to it fail as for an unknown one, until :meth:`enable`. ``KeyError`` if
+        there is none, ``ValueError`` for an unknown kind."""
+        self._registry.set_enabled(kind, key, False)
+
+    def enable(self, kind: Literal["tool", "resource", "template", "prompt"], key: str) -> None:
+        """Bring back what :meth:`disable` hid (clients are told)."""
+        self._registry.set_enabled(kind, key, True)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell every client subscribed to ``uri`` — on this process and, through the
+        subscription bus, on every other — that it changed (``notifications/resources/
+        updated``). Returns at once; delivery is in the background, in order per client."""
+        self._registry.hub.resource_updated(uri)
+
+    def connect(self, session: Session, outbound: Outbound) -> Callable[[], Awaitable[None]]:
+        """A transport's legacy connection can carry server-initiated messages through
+        ``outbound``: from now on (once ``session`` is initialized) it hears every list
+        change and the updates of the resources it subscribes to. Returns the coroutine
+        function that stops it."""
+        hub = self._registry.hub
+        subscriber = Subscriber(
+            outbound.notify,
+            lists=("tools", "prompts", "resources"),
+            uris=session.resource_uris,
+            drain=getattr(outbound, "drain", None),
+            ready=lambda: session.initialized,
+        )
+        hub.add(subscriber)
+
+        async def stop() -> None:
+            await hub.remove(subscriber)
+
+        return stop
+
+    def shutdown(self) -> None:
+        """End every open modern subscription gracefully (answered, then closed); the
+        HTTP app calls it when its server stops."""
+        self._registry.hub.close()
 
     # --- registration --------------------------------------------------------------------
 
@@ -395,8 +456,11 @@ class Server:
             max_in_flight=self.max_in_flight,
         )
         await peer.start()
+        disconnect = self.connect(session, peer)
         try:
             await asyncio.shield(peer.closed)
+            session.end()  # open subscriptions of this connection end now, not after the grace
+            await disconnect()
             await peer.wait_handlers(self.shutdown_grace)
         finally:
             await peer.wait_handlers(0)

@@ -5,6 +5,7 @@ base), :class:`Servable` (what an in-memory connection serves) and
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -48,6 +49,15 @@ class RequestHandler(Protocol):
 
     def new_session(self) -> SessionState:
         """Fresh per-connection state (one per legacy session, or per modern request)."""
+        ...
+
+    def connect(self, session: Any, outbound: Outbound) -> Callable[[], Awaitable[None]]:
+        """``session``'s connection carries server-initiated messages (list changes,
+        resource updates) through ``outbound`` from now on; returns what stops it."""
+        ...
+
+    def shutdown(self) -> None:
+        """The server is stopping: end open subscriptions gracefully."""
         ...
 
     def header_rules(self, tool: str) -> HeaderRules:

@@ -84,10 +84,13 @@ class StdioTransport:
 
     @property
     def pid(self) -> int | None:
+        """The server process's id (None before :meth:`start`)."""
         return self._proc.get_pid() if self._proc is not None else None
 
     @property
     def returncode(self) -> int | None:
+        """The server's exit status once it has exited (negative: killed by that
+        signal), else None."""
         return self._proc.get_returncode() if self._proc is not None else None
 
     @property
@@ -177,10 +180,14 @@ class StdioTransport:
                 self._stdout.resume_reading()
 
     def send(self, data: bytes) -> None:
+        """Queue one message for the server's stdin, with its newline. Never blocks or
+        raises: after the pipe closed the message is dropped (pending calls fail with
+        ``ConnectionClosed`` through ``on_close``)."""
         if self._stdin is not None and not self._stdin.is_closing():
             self._stdin.write(data + NEWLINE)
 
     async def drain(self) -> None:
+        """Wait while the server is slow to read its stdin (the pipe's buffer is full)."""
         await self._flow.drain()
 
     async def close(self) -> None:

@@ -129,10 +129,13 @@ class StreamableHTTPApp:
         """Start a graceful shutdown: end every GET stream and refuse new ones (503).
         Requests in progress go on; the lifespan shutdown (or :meth:`close`) ends them."""
         self.draining = True
+        self.server.shutdown()  # open modern subscriptions are answered and end
         self.sessions.close_streams()
 
     def close(self) -> None:
-        """End every legacy session: cancel its handlers, end its streams."""
+        """End every legacy session (cancel its handlers, end its streams) and every
+        open modern subscription."""
+        self.server.shutdown()
         self.sessions.close_all()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

@@ -61,6 +61,8 @@ class _ClientGone:
 
 
 _CANCELLED: Final = _Cancelled()
+#: Messages of one response waiting for a slow client before a subscription waits.
+_HIGH_WATER: Final = 256
 _CLIENT_GONE: Final = _ClientGone()
 
 _Item = _Note | _Answer | _Cancelled | _ClientGone
@@ -102,7 +104,9 @@ class Exchange:
         self._request = request
         self._policy = policy
         self._server_session = server_session
-        self._json_response = json_response
+        # a subscription is a stream whatever the setting: it has nothing to say as JSON
+        self._json_response = False if request.method == "subscriptions/listen" else json_response
+        self._gone = False
         self._items: asyncio.Queue[_Item] = asyncio.Queue()
         self._session = session
         self._stream: SseStream | None = None  # once set, the handler's messages go there
@@ -119,13 +123,17 @@ class Exchange:
         task = loop.create_task(self._handle())
         self._engine.attach(self._request.id, task)
         watcher = loop.create_task(wait_disconnect(receive))
-        watcher.add_done_callback(lambda _: self._items.put_nowait(_CLIENT_GONE))
+        watcher.add_done_callback(self._client_gone)
         try:
             await self._deliver(send, watcher)
         finally:
             watcher.cancel()
             if self._policy.cancel_on_disconnect and not task.done():
                 task.cancel()
+
+    def _client_gone(self, _: object) -> None:
+        self._gone = True
+        self._items.put_nowait(_CLIENT_GONE)
 
     # --- the handler's side ---------------------------------------------------------------------
 
@@ -134,7 +142,7 @@ class Exchange:
         abandoned (no response), :data:`_CANCELLED` is reported and ``CancelledError``
         propagates."""
         request = self._request
-        outbound = Notifier(self._notify, self._ask if self._session is not None else None)
+        outbound = Notifier(self._notify, self._ask if self._session is not None else None, self._drain)
         try:
             message, error = await run_request(
                 self._engine,
@@ -146,6 +154,17 @@ class Exchange:
             self._emit(_CANCELLED)
             raise
         self._emit(_Answer(message, 200 if error is None else self._policy.error_status(error)))
+
+    async def _drain(self) -> None:
+        """Wait while the client is slow to take this response's messages (more than
+        a few hundred waiting): a subscription's notifications then queue upstream,
+        where they are bounded."""
+        while True:
+            stream = self._stream
+            backlog = stream.backlog if stream is not None else self._items.qsize()
+            if backlog <= _HIGH_WATER or self._gone:
+                return
+            await asyncio.sleep(0.01)
 
     def _notify(self, method: str, params: object) -> None:
         if self._json_response is not True:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from ....protocol import meta as meta_keys
 from ....protocol.engine import Engine
@@ -20,7 +21,7 @@ from ....protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from ....protocol.events import CancelReceived, Event, NotificationReceived, RequestReceived, ResponseReceived
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....protocol.versions import supports
-from ....runtime.outbound import DROP
+from ....runtime.outbound import DROP, Notifier
 from ....runtime.outcome import deliver, run_request
 from ...base import RequestHandler
 from .asgi import (
@@ -141,6 +142,8 @@ class LegacyEndpoint:
         session = HttpSession(SessionManager.new_id(), server_session, self._store, self._handler.max_error_text)
         if not self._sessions.add(session):
             raise Reject(503, "Service Unavailable: too many sessions", [(b"retry-after", b"5")])
+        notifier = Notifier(_to_get_stream(session), drain=lambda: session.standalone_stream().drain())
+        session.disconnect = self._handler.connect(server_session, notifier)
         await send_json(send, 200, message or b"", [(b"mcp-session-id", session.id.encode())])
 
     async def _request(
@@ -262,6 +265,17 @@ class LegacyEndpoint:
         if self._sessions.remove(session_id) is None:
             raise Reject(404, "Not Found: unknown or ended session")
         await send_empty(send, 200)
+
+
+def _to_get_stream(session: HttpSession) -> Callable[[str, Any], None]:
+    """Server-initiated notifications of ``session``: on its GET stream (stored, so a
+    client that opens or resumes the stream later gets them)."""
+
+    def send(method: str, params: Any) -> None:
+        if not session.closed:
+            session.standalone_stream().put(session.engine.notification(method, params))
+
+    return send
 
 
 async def _pipe(

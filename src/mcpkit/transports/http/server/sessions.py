@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ....protocol.engine import Engine
@@ -39,6 +40,8 @@ class HttpSession:
         self.last_active = time.monotonic()
         self.closed = False
         self._stream_ids = itertools.count(1)
+        #: Stops the server's delivery of list changes and updates to this session.
+        self.disconnect: Callable[[], Awaitable[None]] | None = None
 
     def touch(self) -> None:
         """Note activity now (the idle timeout counts from the last)."""
@@ -77,6 +80,9 @@ class HttpSession:
         """End the session: cancel its handlers, end its streams, and drop their stored
         events if the store can (they can no longer be resumed)."""
         self.closed = True
+        if self.disconnect is not None:
+            disconnect, self.disconnect = self.disconnect, None
+            _background(disconnect())
         for task in self.engine.abandon_all():
             if isinstance(task, asyncio.Task):
                 task.cancel()
@@ -91,6 +97,16 @@ class HttpSession:
         """End the session's GET stream, if it has one (the server is shutting down)."""
         if self.standalone is not None:
             self.standalone.close()
+
+
+_pending: set[asyncio.Future[None]] = set()
+
+
+def _background(work: Awaitable[None]) -> None:
+    """Run ``work`` to its end without waiting (kept referenced until it finishes)."""
+    task = asyncio.ensure_future(work)
+    _pending.add(task)
+    task.add_done_callback(_pending.discard)
 
 
 class SessionManager:

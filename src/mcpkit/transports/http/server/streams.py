@@ -64,6 +64,9 @@ class InMemoryEventStore:
         self._seq = itertools.count(1)
 
     async def store_event(self, stream_id: str, message: bytes) -> str:
+        """Keep one message of ``stream_id`` and return its event id. Past
+        ``max_events_per_stream`` the stream's oldest event is dropped; past the stream
+        bounds, the least recently written stream (of the same session first) is."""
         owner = _owner(stream_id)
         streams = self._owners.get(owner)
         if streams is None:
@@ -100,6 +103,9 @@ class InMemoryEventStore:
             self._count -= len(streams)
 
     async def replay_events_after(self, last_event_id: str, send: SendEvent) -> str | None:
+        """``await send(event_id, message)`` for each event of the same stream after
+        ``last_event_id``, in order; return the stream id, or None when the id is unknown
+        or older than what is kept (the app then answers 404 rather than replay a gap)."""
         stream_id, _, seq_text = last_event_id.rpartition(".")
         streams = self._owners.get(_owner(stream_id))
         events = streams.get(stream_id) if streams is not None else None
@@ -142,6 +148,19 @@ class SseStream:
     def put(self, message: bytes | None) -> None:
         if not self.finished:
             self._pending.put_nowait(message)
+
+    @property
+    def backlog(self) -> int:
+        """Messages put and not yet written to the attached connection."""
+        return self._pending.qsize() + (self._sink.qsize() if self._sink is not None else 0)
+
+    async def drain(self, high_water: int = 256) -> None:
+        """Wait while more than ``high_water`` messages are waiting to be written (a
+        slow client); returns at once when none is attached (the store bounds that)."""
+        while True:  # polled: the queues it watches are drained by other tasks' writes
+            if self.backlog <= high_water or self.finished or self._sink is None:
+                return
+            await asyncio.sleep(0.01)
 
     async def _run(self) -> None:
         while True:

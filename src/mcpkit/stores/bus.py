@@ -1,0 +1,74 @@
+"""The subscription bus: how a change made in one process reaches the subscribers
+connected to every process of a deployment (docs/subscriptions.md).
+
+A server publishes :class:`Change` events — a list changed, a resource was updated —
+and every process's hub receives them and fans them out to its own subscribers. The
+default, :class:`InMemoryBus`, serves one process; a shared store (Redis, in the
+multi-node work) implements the same two methods.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = ["Change", "ChangeKind", "Listener", "SubscriptionBus", "InMemoryBus"]
+
+log = logging.getLogger("mcpkit.stores")
+
+#: ``tools``, ``prompts`` and ``resources``: that list changed; ``resource``: the resource
+#: ``uri`` was updated.
+ChangeKind = Literal["tools", "prompts", "resources", "resource"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change: a list (``kind`` names it) or one resource (``kind="resource"``, ``uri``)."""
+
+    kind: ChangeKind
+    uri: str | None = None
+
+
+Listener = Callable[[Change], None]
+
+
+class SubscriptionBus(Protocol):
+    """Carries changes between the processes of a deployment.
+
+    ``publish`` must not block (a shared store sends in the background); every
+    listener, in every process, is called with each change once, in publication order
+    per publisher. Listeners must not block either: they queue the change and return.
+    """
+
+    def publish(self, change: Change) -> None: ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every change from now on; returns the function that
+        stops it."""
+        ...
+
+
+class InMemoryBus:
+    """The bus of a single process: ``publish`` calls every listener at once, in order.
+    A listener that raises is logged and does not stop the others."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def publish(self, change: Change) -> None:
+        for listener in tuple(self._listeners):
+            try:
+                listener(change)
+            except Exception:
+                log.exception("a subscription listener failed on %r", change)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return stop
