@@ -1,5 +1,5 @@
-"""Every Python snippet in docs/errors.md, docs/http.md and README.md runs, and prints what
-the docs say.
+"""Every Python snippet of every docs page (docs/**/*.md) and of README.md runs, and prints
+what the docs say; every other code block says why it is not run.
 
 Conventions (see docs/errors.md):
 
@@ -8,9 +8,14 @@ Conventions (see docs/errors.md):
   it must exit 0;
 * a ```output block that follows a ```python block (with only prose in between) is the
   exact stdout that program must print;
+* every other fenced block (sh, text, toml, a ```py or ```python block that must not run)
+  has ``<!-- not-run: the reason -->`` on the line before it (blank lines may come between);
+* ``<!-- file: NAME -->`` before a ```python block saves it as NAME beside every other
+  block of that page instead of running it alone: it is a module or a server that the
+  page's other blocks import or spawn, and they run it;
 * README.md: its first Python block (the server) is also saved as ``weather.py``, the
   file its client block spawns;
-* other blocks (sh, text, tables) are not run.
+* fences may be indented (inside an admonition or a list); the indent is removed.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -27,12 +33,54 @@ import pytest
 import mcpkit
 from conftest import ROOT
 
-DOCS = ROOT / "docs" / "errors.md"
-HTTP_DOC = ROOT / "docs" / "http.md"
+DOCS_DIR = ROOT / "docs"
+DOCS = DOCS_DIR / "errors.md"
+HTTP_DOC = DOCS_DIR / "http.md"
 README = ROOT / "README.md"
 TIMEOUT = 20
 
-_FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+#: Every page of the site (docs/_ext holds build helpers, not pages).
+PAGES = sorted(p for p in DOCS_DIR.rglob("*.md") if "_ext" not in p.relative_to(DOCS_DIR).parts)
+
+_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.DOTALL | re.MULTILINE
+)
+_MARK = re.compile(r"<!--\s*(?P<kind>not-run|file):(?P<value>[^>]*?)-->")
+
+
+def _page_id(doc: Path, line: int) -> str:
+    name = doc.relative_to(DOCS_DIR).as_posix() if doc.is_relative_to(DOCS_DIR) else doc.name
+    return f"{name}:{line}"
+
+
+@dataclasses.dataclass
+class Fence:
+    """One fenced code block of a page, with the marker on the line before it, if any."""
+
+    doc: Path
+    line: int
+    lang: str
+    body: str
+    not_run: str | None = None  # the reason, from <!-- not-run: reason -->
+    file: str | None = None  # the file name, from <!-- file: NAME -->
+
+    @property
+    def id(self) -> str:
+        return _page_id(self.doc, self.line)
+
+
+def fences(doc: Path) -> list[Fence]:
+    """Every fenced block of ``doc``, in order."""
+    text = doc.read_text(encoding="utf-8")
+    found: list[Fence] = []
+    for m in _FENCE.finditer(text):
+        before = text[: m.start()].rstrip().rsplit("\n", 1)[-1].strip()
+        fence = Fence(doc, text.count("\n", 0, m.start()) + 1, m["lang"].lower(), textwrap.dedent(m["body"]))
+        mark = _MARK.fullmatch(before)
+        if mark is not None:
+            setattr(fence, mark["kind"].replace("-", "_"), mark["value"].strip())
+        found.append(fence)
+    return found
 
 
 @dataclasses.dataclass
@@ -41,31 +89,34 @@ class Block:
     line: int
     code: str
     expected: str | None = None
+    file: str | None = None  # saved as this file for the page's other blocks, not run alone
 
     @property
     def id(self) -> str:
-        return f"{self.doc.name}:{self.line}"
+        return _page_id(self.doc, self.line)
 
 
 def python_blocks(doc: Path) -> list[Block]:
-    """The ```python blocks of ``doc``, each with the ```output block that follows it."""
-    text = doc.read_text(encoding="utf-8")
+    """The ```python blocks of ``doc`` that run, each with the ```output block that follows it."""
     blocks: list[Block] = []
     last: Block | None = None
-    for m in _FENCE.finditer(text):
-        lang, body = m.group(1).lower(), m.group(2)
-        line = text.count("\n", 0, m.start()) + 1
-        if lang == "python":
-            last = Block(doc, line, body)
+    for fence in fences(doc):
+        if fence.lang == "python" and fence.not_run is None:
+            last = Block(doc, fence.line, fence.body, file=fence.file)
             blocks.append(last)
-        elif lang == "output":
-            assert last is not None, f"{doc.name}:{line}: an output block must follow a python block"
-            assert last.expected is None, f"{doc.name}:{line}: a python block may have only one output block"
-            last.expected = body
+        elif fence.lang == "output":
+            assert last is not None, f"{fence.id}: an output block must follow a python block that runs"
+            assert last.expected is None, f"{fence.id}: a python block may have only one output block"
+            last.expected = fence.body
             last = None
         else:
             last = None
     return blocks
+
+
+def page_files(doc: Path) -> dict[str, str]:
+    """The blocks of ``doc`` marked ``<!-- file: NAME -->``, by file name."""
+    return {f.file: f.body for f in fences(doc) if f.file}
 
 
 def run_program(code: str, cwd: Path, name: str = "snippet.py") -> subprocess.CompletedProcess[str]:
@@ -99,6 +150,10 @@ def check(block: Block, proc: subprocess.CompletedProcess[str]) -> None:
 DOC_BLOCKS = python_blocks(DOCS)
 HTTP_BLOCKS = python_blocks(HTTP_DOC)
 README_BLOCKS = python_blocks(README)
+#: The runnable blocks of every other page (errors.md and http.md have their own tests),
+#: and the blocks that are files those import or spawn.
+PAGE_BLOCKS = [b for page in PAGES if page not in (DOCS, HTTP_DOC) for b in python_blocks(page) if b.file is None]
+FILE_BLOCKS = [b for page in PAGES for b in python_blocks(page) if b.file is not None]
 
 
 @pytest.mark.parametrize("block", DOC_BLOCKS, ids=[b.id for b in DOC_BLOCKS])
@@ -128,6 +183,47 @@ def test_readme_snippet(index: int, tmp_path: Path) -> None:
     check(block, run_program(block.code, tmp_path))
 
 
+@pytest.mark.parametrize("block", PAGE_BLOCKS, ids=[b.id for b in PAGE_BLOCKS])
+def test_page_snippet(block: Block, tmp_path: Path) -> None:
+    for name, code in page_files(block.doc).items():
+        (tmp_path / name).write_text(code, encoding="utf-8")
+    check(block, run_program(block.code, tmp_path))
+
+
+def test_every_code_block_is_run_or_says_why_not() -> None:
+    """A fenced block is a ```python block that runs, the ```output it must print, or
+    marked ``<!-- not-run: reason -->``; nothing is silently left unchecked."""
+    assert len(PAGES) >= 20, [p.name for p in PAGES]
+    problems = []
+    for page in [*PAGES, README]:
+        python_blocks(page)  # an ```output block must follow a python block that runs
+        for fence in fences(page):
+            if fence.not_run is not None:
+                if not fence.not_run:
+                    problems.append(f"{fence.id}: not-run needs a reason")
+                if fence.lang == "output":
+                    problems.append(f"{fence.id}: an output block is checked, never marked not-run")
+            elif fence.lang not in ("python", "output"):
+                problems.append(f"{fence.id}: a ```{fence.lang or '(no language)'} block without <!-- not-run: reason -->")
+            if fence.file is not None:
+                users = [b for b in python_blocks(page) if b.file is None and Path(fence.file).stem in b.code]
+                if fence.lang != "python" or fence.not_run is not None or not users:
+                    problems.append(f"{fence.id}: a file block must be a python block that another block uses")
+    assert not problems, "\n".join(problems)
+
+
+def test_guides_run_their_examples() -> None:
+    """Each getting-started page, how-to guide and migration guide has runnable examples,
+    and each of them shows its output or asserts something."""
+    guides = [p for p in PAGES if p.parent.name in ("start", "howto") or p.name.startswith("migrate-")]
+    assert len(guides) >= 9, [p.name for p in guides]
+    for page in guides:
+        blocks = python_blocks(page)
+        assert blocks, f"{page.name}: no runnable example"
+        unchecked = [b.id for b in blocks if b.file is None and b.expected is None and "assert " not in b.code]
+        assert not unchecked, f"snippets that neither show their output nor assert anything: {unchecked}"
+
+
 def test_readme_client_spawns_the_server_block() -> None:
     assert any("weather.py" in b.code for b in README_BLOCKS[1:]), "README: no block spawns weather.py any more"
 
@@ -155,8 +251,8 @@ def test_errors_md_covers_the_error_api_and_codes() -> None:
 
 def test_snippets_have_no_undefined_or_unused_names(tmp_path: Path) -> None:
     paths = []
-    for block in DOC_BLOCKS + HTTP_BLOCKS:
-        path = tmp_path / f"errors_md_line_{block.line}.py"
+    for i, block in enumerate(DOC_BLOCKS + HTTP_BLOCKS + PAGE_BLOCKS + FILE_BLOCKS):
+        path = tmp_path / f"snippet_{i}_{block.doc.stem}_line_{block.line}.py"
         path.write_text(block.code, encoding="utf-8")
         paths.append(str(path))
     proc = subprocess.run(

@@ -34,12 +34,19 @@ __all__ = [
     "quoted",
 ]
 
+#: JSON-RPC -32700: the message is not JSON, not UTF-8, or nested too deeply (answered with ``id: null``).
 PARSE_ERROR: Final = -32700
+#: JSON-RPC -32600: not a valid request; in the legacy era also a request before ``initialize``.
 INVALID_REQUEST: Final = -32600
+#: JSON-RPC -32601: a method the peer does not have (or not in the request's era).
 METHOD_NOT_FOUND: Final = -32601
+#: JSON-RPC -32602: bad params: unknown tool, prompt or resource, arguments that break the schema, a bad cursor.
 INVALID_PARAMS: Final = -32602
+#: JSON-RPC -32603: the server failed; from a handler, ``data`` holds only a reference id into the server's log.
 INTERNAL_ERROR: Final = -32603
+#: -32001: the code of :class:`RequestTimeout`, raised locally when a request's deadline passes.
 REQUEST_TIMEOUT: Final = -32001
+#: -32800: the peer cancelled a request we sent it.
 REQUEST_CANCELLED: Final = -32800
 HEADER_MISMATCH: Final = -32020
 #: The request needs a client capability the client did not declare (``data.requiredCapabilities``).

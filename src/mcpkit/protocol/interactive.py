@@ -97,6 +97,7 @@ class ElicitResult(Result, kw_only=True):
 
     @property
     def accepted(self) -> bool:
+        """Whether the user accepted (``action == "accept"``)."""
         return self.action == "accept"
 
 

@@ -76,7 +76,16 @@ class Icon(_Wire, kw_only=True):
 
 
 class Implementation(_Wire, kw_only=True):
-    """A client's or server's name and version."""
+    """A client's or server's name and version (``clientInfo``, ``serverInfo``).
+
+    Attributes:
+        name: A programmatic name.
+        version: Its version.
+        title: A human-readable name.
+        description: What it is.
+        website_url: Where to read more.
+        icons: Icons a client may show.
+    """
 
     name: str
     version: str = ""
@@ -96,12 +105,29 @@ class Annotations(_Wire, kw_only=True):
 
 
 class TextContent(_Wire, kw_only=True, tag_field="type", tag="text"):
+    """A text content block (``"type": "text"``): what a tool returns a ``str`` as.
+
+    Attributes:
+        text: The text.
+        annotations: Optional hints for the client: audience, priority, last modified.
+        meta: The block's ``_meta``.
+    """
+
     text: str
     annotations: Annotations | None = None
     meta: Meta | None = field(default=None, name="_meta")
 
 
 class ImageContent(_Wire, kw_only=True, tag_field="type", tag="image"):
+    """An image content block (``"type": "image"``).
+
+    Attributes:
+        data: The image, base64-encoded.
+        mime_type: Its media type, such as ``"image/png"``.
+        annotations: Optional hints for the client.
+        meta: The block's ``_meta``.
+    """
+
     data: str
     mime_type: str
     annotations: Annotations | None = None
@@ -109,6 +135,15 @@ class ImageContent(_Wire, kw_only=True, tag_field="type", tag="image"):
 
 
 class AudioContent(_Wire, kw_only=True, tag_field="type", tag="audio"):
+    """An audio content block (``"type": "audio"``).
+
+    Attributes:
+        data: The audio, base64-encoded.
+        mime_type: Its media type, such as ``"audio/wav"``.
+        annotations: Optional hints for the client.
+        meta: The block's ``_meta``.
+    """
+
     data: str
     mime_type: str
     annotations: Annotations | None = None
@@ -116,6 +151,20 @@ class AudioContent(_Wire, kw_only=True, tag_field="type", tag="audio"):
 
 
 class ResourceLink(_Wire, kw_only=True, tag_field="type", tag="resource_link"):
+    """A content block that points to a resource by URI instead of embedding it
+    (``"type": "resource_link"``); the client may read it with ``resources/read``.
+
+    Attributes:
+        uri: The resource's URI.
+        name: Its name.
+        title: A human-readable title.
+        description: What it holds.
+        mime_type: Its media type, if known.
+        size: Its size in bytes, if known.
+        annotations: Optional hints for the client.
+        meta: The block's ``_meta``.
+    """
+
     uri: str
     name: str
     title: str | None = None
@@ -127,7 +176,15 @@ class ResourceLink(_Wire, kw_only=True, tag_field="type", tag="resource_link"):
 
 
 class ResourceContents(_Wire, kw_only=True):
-    """One piece of a resource: ``text`` for text, ``blob`` (base64) for binary."""
+    """One piece of a resource: ``text`` for text, ``blob`` (base64) for binary.
+
+    Attributes:
+        uri: The URI of the resource it came from.
+        mime_type: Its media type.
+        text: The contents, for text.
+        blob: The contents, base64-encoded, for binary data.
+        meta: The contents' ``_meta``.
+    """
 
     uri: str
     mime_type: str | None = None
@@ -137,6 +194,14 @@ class ResourceContents(_Wire, kw_only=True):
 
 
 class EmbeddedResource(_Wire, kw_only=True, tag_field="type", tag="resource"):
+    """A content block that carries a resource's contents (``"type": "resource"``).
+
+    Attributes:
+        resource: The contents: ``text`` or a base64 ``blob``.
+        annotations: Optional hints for the client.
+        meta: The block's ``_meta``.
+    """
+
     resource: ResourceContents
     annotations: Annotations | None = None
     meta: Meta | None = field(default=None, name="_meta")
@@ -165,7 +230,17 @@ class EmptyResult(Result, kw_only=True):
 
 
 class ToolAnnotations(_Wire, kw_only=True):
-    """Hints about a tool's behaviour (not guarantees)."""
+    """Hints about a tool's behaviour: not guarantees; trust them as far as you trust
+    the server. Clients use them to decide what to confirm with the user and what to
+    retry (docs/errors.md, "Retrying safely").
+
+    Attributes:
+        title: A human-readable name for the tool.
+        read_only_hint: The tool does not change anything.
+        destructive_hint: The tool may destroy or overwrite things (meaningful when not read-only).
+        idempotent_hint: Calling it again with the same arguments has no further effect.
+        open_world_hint: The tool reaches outside systems (the web, other services).
+    """
 
     title: str | None = None
     read_only_hint: bool | None = None
@@ -175,6 +250,22 @@ class ToolAnnotations(_Wire, kw_only=True):
 
 
 class Tool(_Wire, kw_only=True):
+    """A tool as ``tools/list`` describes it: what a client shows the model.
+
+    ``@server.tool`` builds it from the function (name, docstring, type hints);
+    ``server.add_tool`` from a raw JSON Schema.
+
+    Attributes:
+        name: The name a ``tools/call`` uses.
+        input_schema: JSON Schema of the arguments (an object schema).
+        title: A human-readable name.
+        description: What the tool does, for the model.
+        output_schema: JSON Schema of ``structured_content``, for tools with typed results.
+        annotations: Behaviour hints (read-only, idempotent, …).
+        icons: Icons a client may show.
+        meta: The tool's ``_meta``.
+    """
+
     name: str
     input_schema: dict[str, Any]
     title: str | None = None
@@ -186,7 +277,18 @@ class Tool(_Wire, kw_only=True):
 
 
 class CallToolResult(Result, kw_only=True):
-    """A tool's outcome. ``is_error`` marks a failed operation (not a protocol error)."""
+    """A tool's outcome: the result of ``tools/call``.
+
+    Return one from a tool for full control over what is sent; a client receives one
+    for every call that ran, failed or not.
+
+    Attributes:
+        content: Content blocks for the model: text, images, audio, resources.
+        structured_content: The typed result, for tools that declare an ``output_schema``
+            (``msgspec.UNSET`` when absent).
+        is_error: True for a failed operation: the tool ran and could not do its job.
+            This is not a protocol error; the model reads the content and can react.
+    """
 
     content: list[Content] = []
     structured_content: Any | UnsetType = UNSET
@@ -194,11 +296,32 @@ class CallToolResult(Result, kw_only=True):
 
 
 class ListToolsResult(Cacheable, kw_only=True):
+    """The result of ``tools/list``: one page of tools.
+
+    Attributes:
+        tools: The tools on this page.
+        next_cursor: Pass it back as ``cursor`` for the next page; None on the last page.
+    """
+
     tools: list[Tool]
     next_cursor: str | None = None
 
 
 class Resource(_Wire, kw_only=True):
+    """A resource as ``resources/list`` describes it.
+
+    Attributes:
+        uri: The URI to read it by.
+        name: Its name.
+        title: A human-readable title.
+        description: What it holds.
+        mime_type: Its media type, if known.
+        size: Its size in bytes, if known.
+        annotations: Optional hints for the client.
+        icons: Icons a client may show.
+        meta: The resource's ``_meta``.
+    """
+
     uri: str
     name: str
     title: str | None = None
@@ -211,6 +334,19 @@ class Resource(_Wire, kw_only=True):
 
 
 class ResourceTemplate(_Wire, kw_only=True):
+    """A family of resources, as ``resources/templates/list`` describes it.
+
+    Attributes:
+        uri_template: An RFC 6570 URI template, such as ``"notes://note/{title}"``.
+        name: Its name.
+        title: A human-readable title.
+        description: What its resources hold.
+        mime_type: Their media type, if known.
+        annotations: Optional hints for the client.
+        icons: Icons a client may show.
+        meta: The template's ``_meta``.
+    """
+
     uri_template: str
     name: str
     title: str | None = None
@@ -222,20 +358,49 @@ class ResourceTemplate(_Wire, kw_only=True):
 
 
 class ListResourcesResult(Cacheable, kw_only=True):
+    """The result of ``resources/list``: one page of resources.
+
+    Attributes:
+        resources: The resources on this page.
+        next_cursor: Pass it back as ``cursor`` for the next page; None on the last page.
+    """
+
     resources: list[Resource]
     next_cursor: str | None = None
 
 
 class ListResourceTemplatesResult(Cacheable, kw_only=True):
+    """The result of ``resources/templates/list``: one page of templates.
+
+    Attributes:
+        resource_templates: The templates on this page.
+        next_cursor: Pass it back as ``cursor`` for the next page; None on the last page.
+    """
+
     resource_templates: list[ResourceTemplate]
     next_cursor: str | None = None
 
 
 class ReadResourceResult(Cacheable, kw_only=True):
+    """The result of ``resources/read``.
+
+    Attributes:
+        contents: What the resource holds, usually one item: ``text`` or a base64 ``blob``.
+    """
+
     contents: list[ResourceContents]
 
 
 class PromptArgument(_Wire, kw_only=True):
+    """One argument of a prompt.
+
+    Attributes:
+        name: The argument's name.
+        title: A human-readable name.
+        description: What to give, from the function's ``Args:`` docstring section.
+        required: Whether ``prompts/get`` must give it (parameters without a default).
+    """
+
     name: str
     title: str | None = None
     description: str | None = None
@@ -243,6 +408,17 @@ class PromptArgument(_Wire, kw_only=True):
 
 
 class Prompt(_Wire, kw_only=True):
+    """A prompt as ``prompts/list`` describes it.
+
+    Attributes:
+        name: The name a ``prompts/get`` uses.
+        title: A human-readable name.
+        description: What the prompt is for.
+        arguments: Its arguments.
+        icons: Icons a client may show.
+        meta: The prompt's ``_meta``.
+    """
+
     name: str
     title: str | None = None
     description: str | None = None
@@ -252,31 +428,74 @@ class Prompt(_Wire, kw_only=True):
 
 
 class PromptMessage(_Wire, kw_only=True):
+    """One message of a prompt.
+
+    Attributes:
+        role: ``"user"`` or ``"assistant"``.
+        content: One content block (text, image, audio, a resource link or an embedded resource).
+    """
+
     role: Literal["user", "assistant"]
     content: Content
 
 
 class GetPromptResult(Result, kw_only=True):
+    """The result of ``prompts/get``: the prompt's messages, filled in.
+
+    Attributes:
+        messages: The messages, in order.
+        description: A description of this rendering of the prompt.
+    """
+
     messages: list[PromptMessage]
     description: str | None = None
 
 
 class ListPromptsResult(Cacheable, kw_only=True):
+    """The result of ``prompts/list``: one page of prompts.
+
+    Attributes:
+        prompts: The prompts on this page.
+        next_cursor: Pass it back as ``cursor`` for the next page; None on the last page.
+    """
+
     prompts: list[Prompt]
     next_cursor: str | None = None
 
 
 class Completion(_Wire, kw_only=True):
+    """Suggested values for an argument (at most 100 are sent).
+
+    Attributes:
+        values: The suggestions, best first.
+        total: How many there are in all, if known.
+        has_more: Whether there are more than ``values`` holds.
+    """
+
     values: list[str]
     total: int | None = None
     has_more: bool | None = None
 
 
 class CompleteResult(Result, kw_only=True):
+    """The result of ``completion/complete``.
+
+    Attributes:
+        completion: The suggested values.
+    """
+
     completion: Completion
 
 
 class DiscoverResult(Cacheable, kw_only=True):
+    """The result of ``server/discover`` (modern era): what a server speaks and offers.
+
+    Attributes:
+        supported_versions: The protocol revisions the server speaks, newest first.
+        capabilities: The server's capabilities (``tools``, ``resources``, ``logging``, …).
+        instructions: The server's instructions for the model, if any.
+    """
+
     supported_versions: list[str]
     capabilities: dict[str, Any]
     instructions: str | None = None
@@ -290,6 +509,13 @@ class InitializeResult(Result, kw_only=True):
 
 
 class Root(_Wire, kw_only=True):
+    """A root: a directory or location the client lets servers work in.
+
+    Attributes:
+        uri: Its URI, a ``file://`` URI for a directory.
+        name: A human-readable name.
+    """
+
     uri: str
     name: str | None = None
 

@@ -26,7 +26,10 @@ Era = Literal["modern", "legacy"]
 MODERN_PROTOCOL_VERSIONS: Final = ("2026-07-28",)
 #: Session revisions: ``initialize`` first, then a stateful connection.
 LEGACY_PROTOCOL_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+#: Every protocol revision mcpkit speaks, newest first: the modern one, then the legacy ones.
+#: A client pins one with ``ClientOptions(protocol_version=...)``.
 SUPPORTED_PROTOCOL_VERSIONS: Final = MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS
+#: The newest revision mcpkit speaks, ``"2026-07-28"`` (the modern, stateless era).
 LATEST_PROTOCOL_VERSION: Final = MODERN_PROTOCOL_VERSIONS[0]
 LATEST_LEGACY_PROTOCOL_VERSION: Final = LEGACY_PROTOCOL_VERSIONS[0]
 
