@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from .auth.identity import AccessToken
+    from .auth.server import ResourceServer
+    from .auth.verifiers import FunctionVerifier, IntrospectionVerifier, InvalidToken, JWTVerifier, VerifierUnavailable
     from .client.client import Client
     from .client.options import ClientOptions, RequestOptions
     from .client.results import UnexpectedResultType
@@ -82,6 +85,13 @@ if TYPE_CHECKING:
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
+    "AccessToken": ".auth.identity",
+    "ResourceServer": ".auth.server",
+    "FunctionVerifier": ".auth.verifiers",
+    "IntrospectionVerifier": ".auth.verifiers",
+    "InvalidToken": ".auth.verifiers",
+    "JWTVerifier": ".auth.verifiers",
+    "VerifierUnavailable": ".auth.verifiers",
     "Client": ".client.client",
     "ClientOptions": ".client.options",
     "RequestOptions": ".client.options",
@@ -167,6 +177,14 @@ __all__ = [
     "HttpTransport",
     "EventStore",
     "InMemoryEventStore",
+    # authorization
+    "ResourceServer",
+    "AccessToken",
+    "JWTVerifier",
+    "IntrospectionVerifier",
+    "FunctionVerifier",
+    "InvalidToken",
+    "VerifierUnavailable",
     # errors
     "McpError",
     "RequestTimeout",

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from ..auth.identity import CURRENT, AccessToken
 from ..protocol import meta as meta_keys
 from ..protocol.engine import is_request_id
 from ..protocol.eras import EraPolicy
@@ -151,6 +152,13 @@ class Context:
         self._asked = 0
         #: Free-form per-request storage for middleware and handlers.
         self.state: dict[str, Any] = {}
+
+    @property
+    def identity(self) -> AccessToken | None:
+        """Who is asking, as the server's authorization verified it (docs/auth.md):
+        subject, client id, scopes and claims. None without authorization (stdio, or a
+        server that does not require it)."""
+        return CURRENT.get()
 
     @property
     def params(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..auth.identity import CURRENT
 from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, MODERN, EraPolicy
 from ..protocol.errors import (
@@ -202,7 +203,9 @@ class Dispatcher:
             return NoAsker(method)
         mrtr = _decode(raw_params, MrtrParams)
         salient = {name: msgspec.to_builtins(getattr(params, name)) for name in params.__struct_fields__ if name != "meta"}
-        return ReplayAsker(self.registry.settings.state_sealer, method, salient, mrtr)
+        identity = CURRENT.get()  # the state is bound to who asked, when authorization says
+        subject = identity.principal if identity is not None else None
+        return ReplayAsker(self.registry.settings.state_sealer, method, salient, mrtr, subject)
 
     def _wire_error(self, exc: BaseException, policy: EraPolicy, method: str) -> McpError:
         """The error to answer with for an exception from a handler or middleware."""

@@ -94,6 +94,9 @@ class Registry:
         self.completions: dict[tuple[str, str], Callable[..., Any]] = {}
         self.middleware: list[Middleware] = []
         self._header_rules: dict[str, HeaderRules] = {}
+        #: Scopes a feature requires, by (kind, key): ("tool", name), ("prompt", name),
+        #: ("resource", uri or URI template).
+        self.scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         #: Disabled features, by kind and key: out of every list and unknown to calls.
         self.disabled: dict[tuple[str, str], Any] = {}
 
@@ -181,6 +184,22 @@ class Registry:
                 item = table.pop(key)
             self.disabled[(kind, key)] = item
         self.hub.list_changed(_LIST_OF[kind])
+
+    def scopes_for(self, method: str, params: Any) -> tuple[str, ...]:
+        """The scopes the feature a request names requires: ``params`` is its decoded
+        ``{"name"}`` or ``{"uri"}``."""
+        if method == "tools/call":
+            return self.scopes.get(("tool", str(params.get("name"))), ())
+        if method == "prompts/get":
+            return self.scopes.get(("prompt", str(params.get("name"))), ())
+        if method in ("resources/read", "resources/subscribe"):
+            uri = str(params.get("uri"))
+            if uri in self.resources:
+                return self.scopes.get(("resource", uri), ())
+            for t in self.templates:
+                if t.uri_template.match(uri) is not None:
+                    return self.scopes.get(("resource", t.template.uri_template), ())
+        return ()
 
     def knows_resource(self, uri: str) -> bool:
         """Whether ``uri`` is a registered resource or matches a template."""

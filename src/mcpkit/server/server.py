@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
@@ -44,6 +44,19 @@ __all__ = ["Server", "Middleware", "CallNext"]
 log = logging.getLogger("mcpkit.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+_SCOPED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe"})
+
+
+class _Named(msgspec.Struct):
+    """The members of params that name a feature (the rest is skipped, not decoded)."""
+
+    name: Any = None
+    uri: Any = None
+
+
+_decode_named = msgspec.json.Decoder(_Named).decode
 
 
 def _state_key(key: bytes | str | None) -> bytes:
@@ -128,6 +141,29 @@ class Server:
         self._registry = Registry(settings, ChangeHub(bus if bus is not None else InMemoryBus()))
         self._dispatcher = Dispatcher(self._registry, self.info, instructions)
 
+    # --- authorization (docs/auth.md) --------------------------------------------------
+
+    def _add_scopes(self, kind: str, key: str, scopes: Sequence[str]) -> None:
+        if isinstance(scopes, str):
+            raise TypeError("scopes must be a sequence of scope names, not one string")
+        if scopes:
+            self._registry.scopes[(kind, key)] = tuple(scopes)
+
+    def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
+        """The scopes the tool, prompt or resource a request names requires (those given
+        with ``scopes=`` when it was registered); empty otherwise."""
+        if not self._registry.scopes or method not in _SCOPED_METHODS:
+            return ()
+        try:
+            named = _decode_named(raw_params) if raw_params else _Named()
+        except (msgspec.DecodeError, RecursionError):
+            return ()  # the dispatcher answers the malformed params
+        return self._registry.scopes_for(method, {"name": named.name, "uri": named.uri})
+
+    def all_scopes(self) -> set[str]:
+        """Every scope some feature requires."""
+        return {scope for scopes in self._registry.scopes.values() for scope in scopes}
+
     # --- changing what is offered while serving (docs/subscriptions.md) -------------------
 
     def remove_tool(self, name: str) -> None:
@@ -202,6 +238,7 @@ class Server:
         annotations: ToolAnnotations | Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -215,6 +252,7 @@ class Server:
         annotations: ToolAnnotations | Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> F | Callable[[F], F]:
         """Register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
@@ -223,6 +261,7 @@ class Server:
         """
 
         def register(f: F) -> F:
+            self._add_scopes("tool", name or callable_name(f), scopes)
             self._registry.add_tool(
                 tool_from_function(
                     f,
@@ -249,11 +288,13 @@ class Server:
         output_schema: Mapping[str, Any] | None = None,
         annotations: ToolAnnotations | Mapping[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> None:
         """Register a tool from a raw JSON Schema (2020-12 unless ``$schema`` says
         otherwise). ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the
         validated arguments dict. Raises ``ValueError`` for an invalid schema or a
         duplicate name."""
+        self._add_scopes("tool", name, scopes)
         self._registry.add_tool(
             tool_from_schema(
                 name,
@@ -277,6 +318,7 @@ class Server:
         mime_type: str | None = None,
         size: int | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a resource; a ``uri`` with ``{placeholders}`` registers an RFC 6570
         resource template whose variables are passed as keyword arguments.
@@ -286,6 +328,7 @@ class Server:
         """
 
         def register(fn: F) -> F:
+            self._add_scopes("resource", uri, scopes)
             summary, _ = parse_docstring(callable_target(fn).__doc__ or fn.__doc__)
             desc = description if description is not None else summary
             fn_name = name or callable_name(fn)
@@ -315,6 +358,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -326,11 +370,13 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> F | Callable[[F], F]:
         """Register a prompt. Its arguments are the function's parameters (strings);
         it returns a string (one user message), messages, or a ``GetPromptResult``."""
 
         def register(f: F) -> F:
+            self._add_scopes("prompt", name or callable_name(f), scopes)
             self._registry.add_prompt(PromptDef(f, name=name, title=title, description=description, meta=meta))
             return f
 

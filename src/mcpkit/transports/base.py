@@ -56,6 +56,15 @@ class RequestHandler(Protocol):
         resource updates) through ``outbound`` from now on; returns what stops it."""
         ...
 
+    def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
+        """The scopes the tool, prompt or resource a request names requires (empty for
+        other requests and unknown names)."""
+        ...
+
+    def all_scopes(self) -> set[str]:
+        """Every scope some feature requires (for the authorization metadata)."""
+        ...
+
     def shutdown(self) -> None:
         """The server is stopping: end open subscriptions gracefully."""
         ...

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ....auth.identity import CURRENT, AccessToken
+from ....auth.server import AuthRefusal, ResourceServer
 from ....protocol.engine import Engine
 from ....protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, flatten_text
 from ....protocol.events import Event, Reply, RequestReceived
@@ -72,8 +74,11 @@ class StreamableHTTPApp:
         keepalive_interval: float = 20.0,
         max_session_requests: int = 100,
         body_timeout: float | None = None,
+        auth: ResourceServer | None = None,
     ) -> None:
         self.server = server
+        #: Authorization (docs/auth.md): None serves everyone.
+        self.auth = auth
         self.path = path.rstrip("/") or "/" if path is not None else None
         self.json_response = json_response
         self._guard = HostOriginGuard(allowed_hosts, allowed_origins, dns_rebinding_protection)
@@ -105,9 +110,13 @@ class StreamableHTTPApp:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         try:
+            if self.auth is not None and await self._metadata(scope, send):
+                return
             self._check_path(scope)
             self._guard.check(scope, headers)
             method = scope["method"]
+            if self.auth is not None:
+                CURRENT.set(await self._authenticate(headers))  # this request's task only
             if method == "POST":
                 await self._post(receive, send, headers)
             elif method == "GET":
@@ -124,6 +133,45 @@ class StreamableHTTPApp:
             _log.exception("unexpected error serving %s %s", scope.get("method"), scope.get("path"))
             # If the response has started, the ASGI server refuses this (safe_send ignores that).
             await send_json(send, 500, json_error(None, McpError(INTERNAL_ERROR, "Internal error")))
+
+    async def _metadata(self, scope: Scope, send: Send) -> bool:
+        """Serve the Protected Resource Metadata if this is a GET for one of its paths;
+        returns whether it was."""
+        assert self.auth is not None
+        path: str = scope.get("path", "")
+        if scope["method"] not in ("GET", "HEAD") or path.rstrip("/") not in self.auth.metadata_paths():
+            return False
+        body = msgspec.json.encode(self.auth.metadata(self.server.all_scopes()))
+        await send_json(send, 200, body, [(b"cache-control", b"max-age=3600"), (b"access-control-allow-origin", b"*")])
+        return True
+
+    async def _authenticate(self, headers: Headers) -> AccessToken:
+        """The request's verified identity. Raises :class:`Reject` (401, 403, 503), also
+        (403) when it names a legacy session that another subject opened."""
+        assert self.auth is not None
+        try:
+            identity = await self.auth.authenticate(headers.get("authorization"))
+        except AuthRefusal as refusal:
+            raise Reject(refusal.status, refusal.text, refusal.headers()) from None
+        session_id = headers.get("mcp-session-id")
+        session = self.sessions.get(session_id) if session_id else None
+        if session is not None and session.subject != identity.principal:
+            raise Reject(403, "Forbidden: this session belongs to another identity")
+        return identity
+
+    def _check_feature_scopes(self, engine: Engine, request: RequestReceived) -> None:
+        """Raises :class:`Reject` (403 insufficient_scope) if the request's tool, prompt
+        or resource needs scopes the caller's token lacks (the request is forgotten)."""
+        identity = CURRENT.get()
+        if self.auth is None or identity is None:
+            return
+        needed = self.server.scopes_for(request.method, request.params)
+        if needed:
+            try:
+                self.auth.check_scopes(identity, needed)
+            except AuthRefusal as refusal:
+                engine.abandon(request.id)
+                raise Reject(refusal.status, refusal.text, refusal.headers()) from None
 
     def begin_shutdown(self) -> None:
         """Start a graceful shutdown: end every GET stream and refuse new ones (503).
@@ -190,6 +238,7 @@ class StreamableHTTPApp:
             await send_json(send, 400, ev.data)
             return
         if isinstance(ev, RequestReceived):
+            self._check_feature_scopes(engine, ev)
             version = meta_protocol_version(ev)
             if version is not None and self.server.speaks("modern"):
                 engine = self._outside_session(engine, session, ev)

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ....auth.identity import CURRENT
 from ....protocol.engine import Engine
 from ....protocol.errors import ConnectionClosed
 from ....protocol.versions import supports
@@ -40,6 +41,9 @@ class HttpSession:
         self.last_active = time.monotonic()
         self.closed = False
         self._stream_ids = itertools.count(1)
+        identity = CURRENT.get()
+        #: Who opened the session (with authorization): only they may use it.
+        self.subject: str | None = identity.principal if identity is not None else None
         #: Stops the server's delivery of list changes and updates to this session.
         self.disconnect: Callable[[], Awaitable[None]] | None = None
 

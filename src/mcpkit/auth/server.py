@@ -1,0 +1,172 @@
+"""Protecting a Streamable HTTP server: the resource-server side of MCP authorization
+(docs/auth.md; RFC 9728, RFC 6750, RFC 8707).
+
+:class:`ResourceServer` is given to ``server.asgi_app(auth=...)`` (or
+``server.run("http", auth=...)``). The app then serves the Protected Resource Metadata
+at the well-known paths beside the MCP endpoint, and every MCP request must carry a
+bearer token its verifier accepts, with the scopes the server requires — and, for a
+``tools/call``, ``prompts/get`` or ``resources/read``, the scopes that feature requires
+(``@server.tool(scopes=[...])``). Otherwise:
+
+- no token, or one the verifier refuses: **401**, ``WWW-Authenticate: Bearer
+  resource_metadata="…", scope="…"`` (with ``error="invalid_token"`` for a bad one);
+- a valid token without the scopes: **403**, ``error="insufficient_scope"`` and the
+  scopes needed (the client may step up);
+- the verifier cannot decide (JWKS or introspection endpoint down): **503** with
+  ``Retry-After`` — it fails closed.
+
+The verified :class:`~mcpkit.auth.identity.AccessToken` is what ``ctx.identity`` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from .identity import AccessToken
+from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable
+
+__all__ = ["ResourceServer", "AuthRefusal", "MAX_AUTHORIZATION_HEADER"]
+
+log = logging.getLogger("mcpkit.auth")
+
+#: The longest ``Authorization`` header read; a longer one is refused (401) unread.
+MAX_AUTHORIZATION_HEADER = 16 * 1024
+
+
+@dataclass(frozen=True)
+class AuthRefusal(Exception):
+    """Why a request was refused: its HTTP status, the ``WWW-Authenticate`` header (if
+    any) and a short text body."""
+
+    status: int
+    www_authenticate: str | None
+    text: str
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        out = [(b"www-authenticate", self.www_authenticate.encode())] if self.www_authenticate else []
+        if self.status == 503:
+            out.append((b"retry-after", b"5"))
+        return out
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass
+class ResourceServer:
+    """How a server is protected.
+
+    ``resource`` is this MCP endpoint's canonical URL (e.g.
+    ``"https://mcp.example.com/mcp"``): the audience tokens must name and what the
+    metadata says. ``authorization_servers`` are the issuers clients should use.
+    ``verifier`` checks tokens (:class:`~mcpkit.auth.verifiers.JWTVerifier`,
+    :class:`~mcpkit.auth.verifiers.IntrospectionVerifier`,
+    :class:`~mcpkit.auth.verifiers.FunctionVerifier`, or any object with ``async
+    verify(token)``). ``required_scopes`` are needed for every request;
+    ``scopes_supported`` (default: every scope named anywhere) is advertised.
+    """
+
+    resource: str
+    authorization_servers: Sequence[str]
+    verifier: TokenVerifier
+    required_scopes: Sequence[str] = ()
+    scopes_supported: Sequence[str] | None = None
+    resource_name: str | None = None
+    resource_documentation: str | None = None
+    extra_metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.resource)
+        if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
+            raise ValueError("resource must be an absolute http(s) URL without a fragment")
+        if not self.authorization_servers:
+            raise ValueError("name at least one authorization server")
+
+    # --- metadata -------------------------------------------------------------------------
+
+    @property
+    def metadata_path(self) -> str:
+        """Where the metadata is served: the well-known prefix, then the resource's path
+        (RFC 9728 section 3.1)."""
+        path = urlsplit(self.resource).path.rstrip("/")
+        return "/.well-known/oauth-protected-resource" + path
+
+    @property
+    def metadata_url(self) -> str:
+        """The metadata's absolute URL, as ``WWW-Authenticate`` names it."""
+        parts = urlsplit(self.resource)
+        return f"{parts.scheme}://{parts.netloc}{self.metadata_path}"
+
+    def metadata_paths(self) -> tuple[str, ...]:
+        """Every path the metadata answers at: the path-specific one and the root one."""
+        return tuple(dict.fromkeys((self.metadata_path, "/.well-known/oauth-protected-resource")))
+
+    def metadata(self, all_scopes: Iterable[str] = ()) -> dict[str, Any]:
+        """The Protected Resource Metadata document."""
+        scopes = self.scopes_supported
+        if scopes is None:
+            scopes = sorted(set(self.required_scopes) | set(all_scopes))
+        doc: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if scopes:
+            doc["scopes_supported"] = list(scopes)
+        if self.resource_name:
+            doc["resource_name"] = self.resource_name
+        if self.resource_documentation:
+            doc["resource_documentation"] = self.resource_documentation
+        return {**doc, **self.extra_metadata}
+
+    # --- checking requests ----------------------------------------------------------------
+
+    def challenge(self, *, error: str | None = None, scopes: Iterable[str] = (), description: str | None = None) -> str:
+        """A ``WWW-Authenticate: Bearer …`` value pointing at the metadata."""
+        parts = [f"resource_metadata={_quoted(self.metadata_url)}"]
+        scope = " ".join(dict.fromkeys(scopes))
+        if scope:
+            parts.append(f"scope={_quoted(scope)}")
+        if error:
+            parts.append(f"error={_quoted(error)}")
+        if description:
+            parts.append(f"error_description={_quoted(description)}")
+        return "Bearer " + ", ".join(parts)
+
+    async def authenticate(self, authorization: str | None) -> AccessToken:
+        """The identity an ``Authorization`` header proves, with the server's required
+        scopes. Raises :class:`AuthRefusal` (401, 403 or 503)."""
+        required = list(self.required_scopes)
+        if authorization is None:
+            raise AuthRefusal(401, self.challenge(scopes=required), "Unauthorized: a bearer token is required")
+        if len(authorization) > MAX_AUTHORIZATION_HEADER:
+            raise AuthRefusal(401, self.challenge(error="invalid_request", scopes=required), "Unauthorized: header too long")
+        scheme, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or " " in token:
+            challenge = self.challenge(error="invalid_request", scopes=required)
+            raise AuthRefusal(401, challenge, "Unauthorized: use Authorization: Bearer <token>")
+        try:
+            identity = await self.verifier.verify(token)
+        except InvalidToken as exc:
+            log.debug("token refused: %s", exc)
+            challenge = self.challenge(error="invalid_token", scopes=required, description=str(exc))
+            raise AuthRefusal(401, challenge, "Unauthorized: invalid token") from None
+        except VerifierUnavailable as exc:
+            log.warning("cannot verify tokens: %s", exc)
+            raise AuthRefusal(503, None, "Service Unavailable: cannot verify tokens now") from None
+        self.check_scopes(identity, required)
+        return identity
+
+    def check_scopes(self, identity: AccessToken, required: Iterable[str]) -> None:
+        """Raises :class:`AuthRefusal` (403 insufficient_scope, naming every scope the
+        request needs) unless ``identity`` has each of ``required``."""
+        needed = list(dict.fromkeys([*self.required_scopes, *required]))
+        if not identity.has_scopes(needed):
+            challenge = self.challenge(error="insufficient_scope", scopes=needed)
+            raise AuthRefusal(403, challenge, "Forbidden: insufficient scope")
