@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import datetime
+import enum
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -36,6 +39,7 @@ from mcpkit import (
     UnexpectedResultType,
     UrlElicitationRequired,
 )
+from mcpkit.server.forms import form_schema
 
 TRANSPORTS = ["memory", "stdio", "http"]
 
@@ -159,7 +163,8 @@ async def test_typed_content_and_client_side_defaults(connect: Any, era: str) ->
     async with connect("memory", era, on_elicit=on_elicit) as client:
         assert text_of(await client.call_tool("ask_contact")) == "Bo 0 red"
     props = schemas[0]["properties"]
-    assert sorted(props["colour"]["enum"]) == ["green", "red"]
+    assert props["colour"]["enum"] == ["red", "green"]  # in the order the class gives
+    assert props["colour"]["type"] == "string"
     assert props["colour"]["default"] == "red"
     assert schemas[0]["required"] == ["name"]
 
@@ -190,6 +195,58 @@ async def test_legacy_question_from_a_json_response_goes_on_the_get_stream() -> 
         opts = ClientOptions(protocol_version=LEGACY, request_timeout=10, on_elicit=accept({"name": "Grace"}))
         async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), opts) as client:
             assert text_of(await client.call_tool("ask_name")) == "Hello, Grace!"
+
+
+class Size(enum.Enum):
+    SMALL = "s"
+    LARGE = "l"
+
+
+@dataclasses.dataclass
+class Order:
+    """What to order."""
+
+    item: str
+    size: Size = Size.LARGE
+    extras: list[Literal["milk", "sugar"]] = dataclasses.field(default_factory=list)
+    note: str | None = None
+    when: datetime.date | None = None
+    count: int = 1
+
+
+@dataclasses.dataclass
+class Numbers:
+    pick: Literal[1, 2]
+
+
+@dataclasses.dataclass
+class Nested:
+    inner: Order
+
+
+def test_forms_from_classes_follow_the_spec_subset() -> None:
+    """A class becomes a flat form of the spec's primitive schemas: typed enums in order,
+    multi-select arrays, optional fields not required, defaults and date formats kept;
+    what elicitation cannot carry is refused with the field's name."""
+    schema = form_schema(Order)
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "item": {"type": "string"},
+            "size": {"type": "string", "enum": ["s", "l"], "default": "l"},
+            "extras": {"type": "array", "items": {"type": "string", "enum": ["milk", "sugar"]}, "default": []},
+            "note": {"type": "string"},
+            "when": {"type": "string", "format": "date"},
+            "count": {"type": "integer", "default": 1},
+        },
+        "required": ["item"],
+        "description": "What to order.",
+    }
+
+    with pytest.raises(ValueError, match="'pick'"):
+        form_schema(Numbers)
+    with pytest.raises(ValueError, match="'inner'"):
+        form_schema(Nested)
 
 
 # --- missing capability, URL mode ---------------------------------------------------------------

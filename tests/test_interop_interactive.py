@@ -458,14 +458,7 @@ async def test_mcpkit_answers_official_context_apis(official_url: str, where: st
                     assert "no back-channel" in caught.value.message
 
 
-WITHDRAWAL_LOST = (
-    "mcpkit's legacy HTTP client closes a cancelled request's POST SSE stream as soon as its "
-    "notifications/cancelled POST is accepted, so the server's notifications/cancelled for the "
-    "question it asked on that stream is never read and on_elicit runs on"
-)
-
-
-@pytest.mark.parametrize("where", ["stdio", pytest.param("http", marks=pytest.mark.xfail(strict=True, reason=WITHDRAWAL_LOST))])
+@pytest.mark.parametrize("where", ["stdio", "http"])
 async def test_mcpkit_question_withdrawn_when_its_call_is_cancelled(official_url: str, where: str) -> None:
     """Legacy era. mcpkit's call times out while the official server's question is open;
     mcpkit cancels the call, the server cancels the tool and then (0.3 s later: a busy
@@ -725,13 +718,6 @@ try {
 await client.close();
 """
 
-ENUM_WITHOUT_TYPE = (
-    "mcpkit renders a class's Literal[...] field as {'enum': [...]} and list[Literal[...]] as "
-    "{'type': 'array', 'items': {'enum': [...]}}, without the 'type': 'string' the 2025-11-25 schema requires "
-    "(UntitledSingleSelectEnumSchema / UntitledMultiSelectEnumSchema): the TypeScript client refuses the "
-    "elicitation/create as invalid"
-)
-
 
 @pytest.mark.parametrize(
     ("script", "tool", "content", "expected"),
@@ -743,7 +729,6 @@ ENUM_WITHOUT_TYPE = (
             {"name": "Ada"},
             "Ada 0 red",
             id="class-with-literal",
-            marks=pytest.mark.xfail(strict=True, reason=ENUM_WITHOUT_TYPE),
         ),
         pytest.param(
             "interactive_extra",
@@ -751,7 +736,6 @@ ENUM_WITHOUT_TYPE = (
             {"instruments": ["piano"]},
             "piano",
             id="class-with-multi-select",
-            marks=pytest.mark.xfail(strict=True, reason=ENUM_WITHOUT_TYPE),
         ),
     ],
 )

@@ -25,7 +25,8 @@ from ..protocol.interactive import InputRequest, InputRequiredResult, decode_ans
 from ..protocol.request_state import StateSealer, request_digest
 from ..protocol.types import Result
 from ..runtime.outbound import Outbound
-from .schema import SchemaError, converter_for, type_schema
+from .forms import form_schema as elicitation_schema
+from .schema import converter_for
 
 __all__ = [
     "InputRequired",
@@ -145,34 +146,6 @@ class ReplayAsker:
             input_requests=dict(self.pending),
             request_state=self._sealer.seal(self._digest, self._answers, subject=self._subject),
         )
-
-
-def elicitation_schema(schema_or_model: Any) -> dict[str, Any]:
-    """The ``requestedSchema`` for ``schema_or_model``: a JSON Schema dict as it is, or
-    the schema of a class (msgspec struct, dataclass, TypedDict, pydantic model).
-    Raises ``ValueError`` unless the result is a flat object of primitive properties
-    (string, number, integer, boolean, enums), as elicitation allows."""
-    if isinstance(schema_or_model, dict):
-        schema = schema_or_model
-    else:
-        defs: dict[str, Any] = {}
-        try:
-            schema = type_schema(schema_or_model, defs)
-        except SchemaError as exc:
-            raise ValueError(f"cannot elicit {schema_or_model!r}: {exc}") from None
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            schema = defs[ref.removeprefix("#/$defs/")]
-        schema = {k: v for k, v in schema.items() if k in ("type", "properties", "required", "title", "description")}
-    if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
-        raise ValueError("an elicitation schema must be an object schema with 'properties'")
-    for name, prop in schema["properties"].items():
-        if not isinstance(prop, dict) or (prop.get("type") not in _PRIMITIVES and "enum" not in prop and "oneOf" not in prop):
-            raise ValueError(f"elicitation property {name!r} must be a string, number, integer, boolean or enum")
-    return schema
-
-
-_PRIMITIVES = ("string", "number", "integer", "boolean", "array")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -15,7 +15,11 @@ from .exchange import HttpExchange, Lost
 from .settings import Settings
 from .wire import ERROR_BODY_LIMIT, EXCERPT
 
-__all__ = ["Notifier"]
+__all__ = ["Notifier", "WITHDRAWAL_GRACE"]
+
+#: Seconds a cancelled legacy request's SSE stream is still read after the cancellation
+#: is POSTed, for the server's withdrawal of what it asked the client meanwhile.
+WITHDRAWAL_GRACE = 2.0
 
 logger = logging.getLogger("mcpkit.http")
 
@@ -39,7 +43,8 @@ class Notifier:
     ) -> None:
         """POST ``body`` (``what`` names it in logs) with the headers ``headers()`` gives
         when the POST starts; call ``on_accepted`` once the server took it; cancel
-        ``then_cancel`` when done, however it went. Never raises but ``CancelledError``:
+        ``then_cancel`` :data:`WITHDRAWAL_GRACE` seconds after it went (well or not: a
+        cancelled request's stream is read on meanwhile). Never raises but ``CancelledError``:
         a server that cannot be reached is reported as the connection lost, any other
         failure is logged."""
         try:
@@ -60,4 +65,6 @@ class Notifier:
             logger.warning("could not send %s", what, exc_info=True)
         finally:
             if then_cancel is not None:
-                then_cancel.cancel()
+                # Read on a little: the server may still withdraw, on this stream, the
+                # requests it sent us for the cancelled one (its response is dropped).
+                asyncio.get_running_loop().call_later(WITHDRAWAL_GRACE, then_cancel.cancel)
