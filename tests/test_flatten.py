@@ -172,3 +172,23 @@ def test_text_of_exactly_the_limit_with_multibyte_characters_is_not_cut() -> Non
     text = "é" * 8  # 16 bytes
     assert flatten_text(text, 16) == text
     assert flatten_text(text + "x", 16) == "é" * 6 + ELLIPSIS
+
+
+def test_the_smallest_limit_is_four_bytes() -> None:
+    # Room for the ellipsis (3 bytes) and one byte of text, no less.
+    assert flatten_text("abcdef", 4) == "a" + ELLIPSIS
+    assert flatten_text("abcd", 4) == "abcd"
+    assert flatten_text("é" * 3, 4) == ELLIPSIS  # no whole character fits beside the ellipsis
+    assert flatten_text("", 4) == ""
+    for limit in (3, 0, -1):
+        with pytest.raises(ValueError, match=r"^limit must be at least 4 bytes$"):
+            flatten_text("", limit)
+
+
+@pytest.mark.parametrize("limit", [4, 5, 8, 16])
+def test_short_text_near_a_small_limit(limit: int) -> None:
+    # The longest text that fits is kept whole; one more character is cut to fit.
+    fits = "😀" * (limit // 4) + "a" * (limit % 4)
+    assert flatten_text(fits, limit) == fits
+    assert len(flatten_text(fits + "b", limit).encode("utf-8")) <= limit
+    assert flatten_text(fits + "b", limit).endswith(ELLIPSIS)
