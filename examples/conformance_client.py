@@ -18,19 +18,25 @@ hidden. ``scripts/conformance.sh`` runs every client scenario with this program.
 The client answers the server's questions like a user who accepts every form as it
 is offered (its defaults filled in by mcpkit) and a model that always says the same
 thing; the modern era's multi-round-trip requests are driven by ``Client`` itself.
-Authorization (issue 11) is not handled yet; those scenarios run the generic walk and
-fail, as ``scripts/conformance-expected-failures.txt`` records.
+The ``auth/*`` scenarios put an OAuth authorization server in front of the mock server:
+the client connects with ``OAuthClientAuth`` (:func:`authorization`) and runs the generic
+walk. The user is played by a headless "browser" (:func:`consenting_browser`) that opens
+the authorization URL and follows its redirect to the client's loopback listener; the
+client credentials of the scenarios that need them come in ``MCP_CONFORMANCE_CONTEXT``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import httpx
 
 from mcpkit import (
     Client,
@@ -41,6 +47,10 @@ from mcpkit import (
     ElicitResult,
     HttpTransport,
     Implementation,
+    LoopbackRedirect,
+    OAuthClientAuth,
+    OAuthClientMetadata,
+    PreRegisteredClient,
     Root,
 )
 
@@ -142,6 +152,67 @@ def canned_model(request: CreateMessageParams) -> CreateMessageResult:
     )
 
 
+#: The client ID metadata document URL the suite's authorization servers accept (auth/basic-cimd).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+async def consenting_browser(url: str) -> None:
+    """A user who approves at once: open the authorization URL, then follow its redirect
+    (to the client's loopback listener, which hands the code to the flow)."""
+    async with httpx.AsyncClient(timeout=10) as browser:
+        answer = await browser.get(url)
+        location = answer.headers.get("location")
+        if answer.status_code not in (301, 302, 303, 307) or not location:
+            raise SystemExit(f"the authorization endpoint answered HTTP {answer.status_code} without a redirect")
+        await browser.get(location)
+
+
+async def id_jag(context: dict[str, Any], issuer: str, resource: str) -> str:
+    """Enterprise-managed authorization: trade the user's ID token at the identity provider
+    (RFC 8693 token exchange) for an ID-JAG naming the authorization server and the resource."""
+    form = {
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "subject_token": context["idp_id_token"],
+        "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+        "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+        "audience": issuer,
+        "resource": resource,
+        "client_id": context["idp_client_id"],
+    }
+    async with httpx.AsyncClient(timeout=10) as http:
+        answer = await http.post(context["idp_token_endpoint"], data=form)
+    if answer.status_code != 200:
+        raise SystemExit(f"the identity provider refused the token exchange: HTTP {answer.status_code} {answer.text[:200]}")
+    return str(answer.json()["access_token"])
+
+
+def authorization(scenario: str, context: dict[str, Any]) -> OAuthClientAuth | None:
+    """The OAuth setup of an ``auth/*`` scenario (None for the others)."""
+    if not scenario.startswith("auth/"):
+        return None
+    if scenario == "auth/wif-jwt-bearer":  # a workload identity token, traded for an access token (RFC 7523)
+        workload = PreRegisteredClient(context["client_id"])
+        return OAuthClientAuth(client=workload, grant="jwt_bearer", assertion=lambda issuer, resource: context["valid_jwt"])
+    if scenario == "auth/enterprise-managed-authorization":
+        client = PreRegisteredClient(context["client_id"], client_secret=context["client_secret"])
+        return OAuthClientAuth(client=client, grant="jwt_bearer", assertion=functools.partial(id_jag, context))
+    if scenario.startswith("auth/client-credentials-"):
+        client = PreRegisteredClient(
+            context["client_id"],
+            client_secret=context.get("client_secret"),
+            private_key=context.get("private_key_pem"),
+            signing_alg=context.get("signing_algorithm"),
+        )
+        return OAuthClientAuth(client=client, grant="client_credentials")
+    pre = None
+    if scenario == "auth/pre-registration":
+        pre = PreRegisteredClient(context["client_id"], client_secret=context.get("client_secret"))
+    metadata = OAuthClientMetadata(client_name="mcpkit-conformance-client", metadata_url=CLIENT_METADATA_URL)
+    redirect = LoopbackRedirect(open_url=consenting_browser, timeout=20)
+    dpop = scenario.startswith("auth/dpop")  # the mock MCP server takes the DPoP scheme
+    return OAuthClientAuth(redirect=redirect, client=pre, metadata=metadata, dpop=dpop)
+
+
 async def run(url: str, scenario: str, version: str | None, context: dict[str, Any]) -> None:
     options = ClientOptions(
         protocol_version=version,
@@ -151,7 +222,7 @@ async def run(url: str, scenario: str, version: str | None, context: dict[str, A
         on_sample=canned_model,
         roots=[Root(uri="file:///tmp/conformance", name="conformance")],
     )
-    async with Client(HttpTransport(url), options) as client:
+    async with Client(HttpTransport(url, auth=authorization(scenario, context)), options) as client:
         await SCENARIOS.get(scenario, generic)(client, context)
 
 

@@ -9,9 +9,8 @@ with ``_meta``. ``scripts/conformance.sh`` starts this server and runs the suite
 server scenarios against it. The names and payloads below are the ones the suite
 checks (``@modelcontextprotocol/conformance@0.2.0-alpha.12``).
 
-Not here yet, and listed in ``scripts/conformance-expected-failures.txt``: tasks (issue
-16), and ``test_reconnection``, which needs a way for a tool to close its SSE stream
-(issue 10).
+The tasks fixtures (``greet`` … ``test_tool_with_task``) are those of the suite's
+``tasks-*`` scenarios (SEP-2663, the tasks extension of 2026-07-28; docs/tasks.md).
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from mcpkit import (
     Context,
     EmbeddedResource,
     ImageContent,
+    McpError,
     PromptMessage,
     ResourceContents,
     Server,
@@ -144,6 +144,18 @@ async def test_tool_with_progress(ctx: Context) -> str:
     await asyncio.sleep(0.05)
     await ctx.report_progress(100, 100)
     return "Tool with progress executed successfully"
+
+
+@server.tool
+async def test_reconnection(ctx: Context) -> str:
+    """Close this call's SSE connection, then answer: the client reconnects with
+    Last-Event-ID and gets the result from the stored stream (SSE polling, SEP-1699)."""
+    await ctx.close_sse_stream()
+    await asyncio.sleep(0.1)  # the result comes after the connection has gone
+    return (
+        "Reconnection test completed successfully. If you received this, "
+        "the client properly reconnected after stream closure."
+    )
 
 
 @server.tool
@@ -375,6 +387,64 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
     schema = {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}
     answer = await ctx.elicit("What context should the prompt use?", schema, key="user_context")
     return f"Answer using this context: {(answer.content or {}).get('context')}"
+
+
+# --- tasks (SEP-2663, 2026-07-28): the fixtures of the suite's tasks-* scenarios ----------------
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Never a task: answers at once."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task=True)
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """A task that takes ``seconds`` (0: done at once); tasks/cancel stops it (cancelled)."""
+    await asyncio.sleep(seconds)
+    return f"Computed {label or 'it'} in {seconds:g} s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Only ever a task (-32021 for a client without the extension); ends in a tool error."""
+    await asyncio.sleep(0.5)
+    raise ToolError("The job failed: the input was rejected")
+
+
+@server.tool(task=True)
+async def protocol_error_job() -> str:
+    """A task that ends in a protocol error: failed, with the JSON-RPC error inlined."""
+    await asyncio.sleep(0.1)
+    raise McpError(-32603, "The job broke down: its worker went away")
+
+
+_CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+
+
+@server.tool(task=True)
+async def confirm_delete(ctx: Context, filename: str) -> str:
+    """A task that asks once (input_required until tasks/update answers)."""
+    answer = await ctx.elicit(f"Delete {filename}?", _CONFIRM, key="confirm_delete")
+    confirmed = answer.accepted and (answer.content or {}).get("confirm") is True
+    return f"Deleted {filename}" if confirmed else f"Kept {filename}"
+
+
+@server.tool(task=True)
+async def multi_input(ctx: Context) -> str:
+    """A task that asks two questions at once: both wait until both are answered."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}}
+    first, second = await asyncio.gather(ctx.elicit("First?", schema, key="first"), ctx.elicit("Second?", schema, key="second"))
+    return f"Answers: {(first.content or {}).get('name')}, {(second.content or {}).get('name')}"
+
+
+@server.tool(task="deferred")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks in an input round first, then goes on as a task; its result names the answer."""
+    answer = await ctx.elicit("What is your name?", _NAME, key="user_name")
+    await ctx.start_task(required=True)
+    await asyncio.sleep(0.1)
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}, from a task!"
 
 
 def _echo_region(arguments: dict[str, Any]) -> str:

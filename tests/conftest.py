@@ -1,10 +1,14 @@
 """Shared helpers: paths, spawning Python servers (over stdio, or listening on
-127.0.0.1), free ports, and a process's memory."""
+127.0.0.1), free ports, and a process's memory; the npm peers of the interop tests
+(installed by the session fixtures ``node``, ``everything`` and ``inspector``, pinned in
+tests/peers.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +20,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+import peers
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(__file__).resolve().parent / "servers"
@@ -116,3 +122,67 @@ def serve_in_thread(app: Any) -> Iterator[int]:
         thread.join(10)
         sock.close()
         assert not thread.is_alive(), "uvicorn did not shut down within 10 s"
+
+
+# --- npm peers (tests/peers.py) --------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """The ``node`` that runs the npm peers of ``.cache/peers`` (the machine's), once the
+    pinned ``NPM_PEERS`` are installed there. Fails, rather than skips, when node or npm
+    is missing or npm fails."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("the npm peers need node on PATH")
+    peers.npm_install(peers.PEERS, peers.NPM_PEERS, timeout=100)
+    return node
+
+
+@pytest.fixture(scope="session")
+def everything(node: str) -> list[str]:
+    """The command that runs server-everything over stdio."""
+    return [node, str(peers.PEERS / "node_modules" / peers.EVERYTHING / "dist" / "index.js"), "stdio"]
+
+
+@pytest.fixture(scope="session")
+def inspector(tmp_path_factory: pytest.TempPathFactory) -> peers.Inspector:
+    """The MCP Inspector's CLI, on the Node 22 that ``INSPECTOR_PEERS`` installs into
+    ``.cache/inspector``, with ``HOME`` in a temporary folder (where it would keep its
+    catalog and settings) and Node's compile cache in ``.cache/inspector`` (a run starts
+    faster)."""
+    peers.npm_install(peers.INSPECTOR_PREFIX, peers.INSPECTOR_PEERS)
+    modules = peers.INSPECTOR_PREFIX / "node_modules"
+    launcher = modules / peers.INSPECTOR / "clients" / "launcher" / "build" / "index.js"
+    home = tmp_path_factory.mktemp("inspector-home")
+    env = {**os.environ, "HOME": str(home), "NODE_COMPILE_CACHE": str(peers.INSPECTOR_PREFIX / "compile-cache")}
+    return peers.Inspector([str(modules / peers.NODE22 / "bin" / "node"), str(launcher), "--cli"], env)
+
+
+def debian_tool(command: str, package: str) -> str:
+    """The path of ``command``; when it is missing, install Debian's ``package`` first
+    (as root, as CI runs: ``apt-get``, under a lock so parallel runs install it once).
+    Fails the test, never skips, when it cannot be had."""
+    import fcntl
+    import os
+    import shutil
+
+    found = shutil.which(command)
+    if found:
+        return found
+    if os.geteuid() != 0:
+        pytest.fail(f"{command} is needed: apt-get install -y {package} (as root), or run .ci/run")
+    lock_path = ROOT / ".cache" / "apt.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shutil.which(command):
+            for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
+                proc = subprocess.run(step, capture_output=True, text=True, timeout=600, env=env)
+                if proc.returncode != 0:
+                    pytest.fail(f"could not install {package}: {proc.stderr[-500:]}")
+    found = shutil.which(command)
+    if not found:
+        pytest.fail(f"{package} installed, but {command} is still not on PATH")
+    return found

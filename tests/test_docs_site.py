@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 import mcpkit
-from conftest import ROOT
+from conftest import ROOT, debian_tool
 
 REFERENCE = ROOT / "docs" / "reference"
 CHROMIUM_FLAGS = (
@@ -225,8 +225,7 @@ class Browser:
 @pytest.fixture(scope="module")
 def tab() -> Iterator[tuple[Browser, str]]:
     """A page of a fresh headless Chromium, with console and log events enabled."""
-    executable = shutil.which("chromium")
-    assert executable, "Debian's Chromium is needed for the docs-site check: apt-get install -y chromium"
+    executable = debian_tool("chromium", "chromium")  # installed when missing (as root, as in CI)
     browser = Browser(executable)
     try:
         target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]

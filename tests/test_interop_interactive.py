@@ -28,11 +28,8 @@ under a deadline, so a peer that stops answering fails the test instead of hangi
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
@@ -45,7 +42,7 @@ from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from conftest import ERAS, LEGACY, ROOT, SERVERS, free_port, listening, server_command
+from conftest import ERAS, LEGACY, SERVERS, free_port, listening, server_command
 from mcpkit import (
     Client,
     ClientOptions,
@@ -61,18 +58,11 @@ from mcpkit import (
     TextContent,
     UrlElicitationRequired,
 )
+from peers import PEERS
 
 WHERE = ["stdio", "http"]
 LIMIT = 30.0  # seconds for a whole test body: nothing a peer does may hang a test
 Action = Literal["accept", "decline", "cancel"]
-
-EVERYTHING = "@modelcontextprotocol/server-everything"
-TS_SDK = "@modelcontextprotocol/sdk"
-#: What ``npm install`` puts in ``.cache/peers``, pinned: server-everything, and the
-#: TypeScript SDK it runs on (pinned too, rather than whatever its ``^1.30.0`` resolves
-#: to), whose client is the strict foreign client of section 4.
-NPM_PEERS = {EVERYTHING: "2026.8.31", TS_SDK: "1.32.2"}
-PEERS = ROOT / ".cache" / "peers"
 
 
 def kit_text(result: Any) -> str:
@@ -507,48 +497,6 @@ async def test_mcpkit_callback_that_raises_against_the_official_server(era: str)
 # =============================================================================================
 # 3. mcpkit's client answers @modelcontextprotocol/server-everything
 # =============================================================================================
-
-
-def _installed_version(package: str) -> str | None:
-    try:
-        version = json.loads((PEERS / "node_modules" / package / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        return None
-    return version if isinstance(version, str) else None
-
-
-@pytest.fixture(scope="session")
-def node() -> str:
-    """The ``node`` that runs the npm peers, once they are installed: the pinned
-    ``NPM_PEERS`` go into ``.cache/peers`` if they are not there (under a lock: parallel
-    runs wait for one install). Fails, rather than skips, when node or npm is missing or
-    npm fails."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail(f"the npm peers need node and npm on PATH (node: {node}, npm: {npm})")
-    PEERS.mkdir(parents=True, exist_ok=True)
-    with open(PEERS / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if any(_installed_version(package) != version for package, version in NPM_PEERS.items()):
-            wanted = [f"{package}@{version}" for package, version in NPM_PEERS.items()]
-            command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(PEERS), *wanted]
-            try:
-                proc = subprocess.run(command, capture_output=True, text=True, timeout=100)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"{' '.join(command)} did not finish within 100 s")
-            installed = {package: _installed_version(package) for package in NPM_PEERS}
-            if proc.returncode != 0 or installed != NPM_PEERS:
-                pytest.fail(
-                    f"{' '.join(command)} failed with {proc.returncode} (installed: {installed}):\n"
-                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-                )
-    return node
-
-
-@pytest.fixture(scope="session")
-def everything(node: str) -> list[str]:
-    """The command that runs server-everything over stdio."""
-    return [node, str(PEERS / "node_modules" / EVERYTHING / "dist" / "index.js"), "stdio"]
 
 
 @contextlib.asynccontextmanager

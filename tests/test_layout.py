@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ERAS, ROOT, server_command
+from conftest import ERAS, MODERN, ROOT, server_command
 from mcpkit import Client, ClientOptions, Root, StdioTransport, TextContent
 
 pytestmark = pytest.mark.timeout(30)
@@ -64,14 +64,19 @@ async def test_roots_capability_is_declared_in_both_eras(era: str) -> None:
     async with connect(era, roots=[Root(uri="file:///work", name="work")], capabilities={"experimental": {}}) as client:
         result = await client.call_tool("capabilities")
         seen = json.loads(only_text(list(result.content)))
-        assert seen == {"experimental": {}, "roots": {"listChanged": True}}
+        assert seen == {"experimental": {}, "roots": {"listChanged": True}, **_tasks(era)}
 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_no_roots_capability_without_roots(era: str) -> None:
     async with connect(era) as client:
         result = await client.call_tool("capabilities")
-        assert json.loads(only_text(list(result.content))) == {}
+        assert json.loads(only_text(list(result.content))) == _tasks(era)
+
+
+def _tasks(era: str) -> dict[str, object]:
+    """What a 2026-07-28 client declares besides: the tasks extension (docs/tasks.md)."""
+    return {"extensions": {"io.modelcontextprotocol/tasks": {}}} if era == MODERN else {}
 
 
 def test_a_client_program_does_not_import_the_server() -> None:

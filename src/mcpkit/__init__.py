@@ -16,13 +16,31 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from .auth.client.errors import OAuthError
+    from .auth.client.flow import OAuthClientAuth
+    from .auth.client.loopback import LoopbackRedirect, RedirectHandler
+    from .auth.client.settings import OAuthClientMetadata, PreRegisteredClient
+    from .auth.client.storage import InMemoryTokenStorage, TokenStorage
     from .auth.identity import AccessToken
     from .auth.server import ResourceServer
     from .auth.verifiers import FunctionVerifier, IntrospectionVerifier, InvalidToken, JWTVerifier, VerifierUnavailable
     from .client.client import Client
+    from .client.events import (
+        AttemptStarted,
+        AttemptTimedOut,
+        ClientEvent,
+        ConnectionLost,
+        Reconnected,
+        ReconnectFailed,
+        RetryScheduled,
+        ServerRestarted,
+    )
     from .client.options import ClientOptions, RequestOptions
     from .client.results import UnexpectedResultType
+    from .client.retry import RetriesExhausted, RetryPolicy
     from .client.subscriptions import Subscription, SubscriptionEvent
+    from .client.sync import SyncClient
+    from .client.tasks import TaskHandle
     from .protocol.errors import (
         INTERNAL_ERROR,
         INVALID_PARAMS,
@@ -48,6 +66,7 @@ if TYPE_CHECKING:
         SamplingMessage,
         UrlElicitationRequired,
     )
+    from .protocol.tasks import Task
     from .protocol.types import (
         AudioContent,
         CallToolResult,
@@ -78,13 +97,25 @@ if TYPE_CHECKING:
     from .protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
     from .server.context import Context
     from .server.server import CallNext, Middleware, Server
+    from .stores.redis import RedisStore
+    from .stores.sessions import InMemorySessionStore, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
+    from .stores.tasks import InMemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
     from .transports.base import Transport
     from .transports.http.client.transport import HttpTransport
     from .transports.http.server.streams import EventStore, InMemoryEventStore
     from .transports.process import StdioTransport
+    from .transports.restart import RestartPolicy
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
+    "OAuthClientAuth": ".auth.client.flow",
+    "OAuthClientMetadata": ".auth.client.settings",
+    "PreRegisteredClient": ".auth.client.settings",
+    "TokenStorage": ".auth.client.storage",
+    "InMemoryTokenStorage": ".auth.client.storage",
+    "RedirectHandler": ".auth.client.loopback",
+    "LoopbackRedirect": ".auth.client.loopback",
+    "OAuthError": ".auth.client.errors",
     "AccessToken": ".auth.identity",
     "ResourceServer": ".auth.server",
     "FunctionVerifier": ".auth.verifiers",
@@ -93,11 +124,28 @@ _EXPORTS: dict[str, str] = {
     "JWTVerifier": ".auth.verifiers",
     "VerifierUnavailable": ".auth.verifiers",
     "Client": ".client.client",
+    "SyncClient": ".client.sync",
+    "ClientEvent": ".client.events",
+    "AttemptStarted": ".client.events",
+    "AttemptTimedOut": ".client.events",
+    "RetryScheduled": ".client.events",
+    "ConnectionLost": ".client.events",
+    "ServerRestarted": ".client.events",
+    "Reconnected": ".client.events",
+    "ReconnectFailed": ".client.events",
+    "RetryPolicy": ".client.retry",
+    "RetriesExhausted": ".client.retry",
     "ClientOptions": ".client.options",
     "RequestOptions": ".client.options",
     "UnexpectedResultType": ".client.results",
     "Subscription": ".client.subscriptions",
     "SubscriptionEvent": ".client.subscriptions",
+    "TaskHandle": ".client.tasks",
+    "Task": ".protocol.tasks",
+    "TaskStore": ".stores.tasks",
+    "InMemoryTaskStore": ".stores.tasks",
+    "TaskRecord": ".stores.tasks",
+    "TaskStoreFull": ".stores.tasks",
     "CreateMessageParams": ".protocol.interactive",
     "CreateMessageResult": ".protocol.interactive",
     "ElicitRequestParams": ".protocol.interactive",
@@ -154,7 +202,14 @@ _EXPORTS: dict[str, str] = {
     "HttpTransport": ".transports.http.client.transport",
     "EventStore": ".transports.http.server.streams",
     "InMemoryEventStore": ".transports.http.server.streams",
+    "SessionStore": ".stores.sessions",
+    "InMemorySessionStore": ".stores.sessions",
+    "SessionRecord": ".stores.sessions",
+    "NodeMessage": ".stores.sessions",
+    "StoreUnavailable": ".stores.sessions",
+    "RedisStore": ".stores.redis",
     "StdioTransport": ".transports.process",
+    "RestartPolicy": ".transports.restart",
 }
 
 
@@ -167,16 +222,41 @@ __all__ = [
     "CallNext",
     # client
     "Client",
+    "SyncClient",
     "ClientOptions",
     "RequestOptions",
     "Subscription",
     "SubscriptionEvent",
+    "TaskHandle",
+    "RetryPolicy",
+    "ClientEvent",
+    "AttemptStarted",
+    "AttemptTimedOut",
+    "RetryScheduled",
+    "ConnectionLost",
+    "ServerRestarted",
+    "Reconnected",
+    "ReconnectFailed",
+    # tasks (docs/tasks.md)
+    "Task",
+    "TaskStore",
+    "InMemoryTaskStore",
+    "TaskRecord",
+    "TaskStoreFull",
     # transports
     "Transport",
     "StdioTransport",
+    "RestartPolicy",
     "HttpTransport",
     "EventStore",
     "InMemoryEventStore",
+    # several nodes (docs/deploy.md)
+    "SessionStore",
+    "InMemorySessionStore",
+    "SessionRecord",
+    "NodeMessage",
+    "StoreUnavailable",
+    "RedisStore",
     # authorization
     "ResourceServer",
     "AccessToken",
@@ -185,10 +265,20 @@ __all__ = [
     "FunctionVerifier",
     "InvalidToken",
     "VerifierUnavailable",
+    # authorization (client side)
+    "OAuthClientAuth",
+    "OAuthClientMetadata",
+    "PreRegisteredClient",
+    "TokenStorage",
+    "InMemoryTokenStorage",
+    "RedirectHandler",
+    "LoopbackRedirect",
+    "OAuthError",
     # errors
     "McpError",
     "RequestTimeout",
     "ConnectionClosed",
+    "RetriesExhausted",
     "ToolError",
     "HttpError",
     "UrlElicitationRequired",

@@ -26,14 +26,19 @@ class AccessToken:
     scopes: frozenset[str]
     expires_at: float | None = None
     claims: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    #: A digest of the token (never the token): who this is when it names no one.
+    token_digest: str | None = dataclasses.field(default=None, repr=False)
 
     @property
     def principal(self) -> str | None:
-        """Who this token speaks for: its subject, or for a token without one (a
-        ``client_credentials`` grant) its client."""
+        """Who this token speaks for: its subject; for a token without one (a
+        ``client_credentials`` grant) its client; for a token that names neither, the
+        token itself (by digest: a session opened with it is its alone)."""
         if self.subject is not None:
             return self.subject
-        return f"client:{self.client_id}" if self.client_id is not None else None
+        if self.client_id is not None:
+            return f"client:{self.client_id}"
+        return f"token:{self.token_digest}" if self.token_digest is not None else None
 
     def has_scopes(self, required: frozenset[str] | set[str] | list[str] | tuple[str, ...]) -> bool:
         """Whether every scope of ``required`` was granted."""

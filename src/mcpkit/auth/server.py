@@ -20,6 +20,8 @@ The verified :class:`~mcpkit.auth.identity.AccessToken` is what ``ctx.identity``
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -138,9 +140,10 @@ class ResourceServer:
             parts.append(f"error_description={_quoted(description)}")
         return "Bearer " + ", ".join(parts)
 
-    async def authenticate(self, authorization: str | None) -> AccessToken:
-        """The identity an ``Authorization`` header proves, with the server's required
-        scopes. Raises :class:`AuthRefusal` (401, 403 or 503)."""
+    async def authenticate(self, authorization: str | None, *, check_scopes: bool = True) -> AccessToken:
+        """The identity an ``Authorization`` header proves, and (unless
+        ``check_scopes`` is false: the caller checks them once it knows the request)
+        with the server's required scopes. Raises :class:`AuthRefusal` (401, 403 or 503)."""
         required = list(self.required_scopes)
         if authorization is None:
             raise AuthRefusal(401, self.challenge(scopes=required), "Unauthorized: a bearer token is required")
@@ -160,7 +163,10 @@ class ResourceServer:
         except VerifierUnavailable as exc:
             log.warning("cannot verify tokens: %s", exc)
             raise AuthRefusal(503, None, "Service Unavailable: cannot verify tokens now") from None
-        self.check_scopes(identity, required)
+        if identity.principal is None:
+            identity = dataclasses.replace(identity, token_digest=hashlib.sha256(token.encode()).hexdigest()[:32])
+        if check_scopes:
+            self.check_scopes(identity, ())
         return identity
 
     def check_scopes(self, identity: AccessToken, required: Iterable[str]) -> None:

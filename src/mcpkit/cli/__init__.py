@@ -1,4 +1,2 @@
-"""The ``mcpkit`` command line.
-
-Empty until its issue lands; listed so that the layering rules already cover it.
-"""
+"""The ``mcpkit`` command line (docs/cli.md). Needs the ``cli`` extra (click, rich);
+nothing here is imported by ``import mcpkit`` or by the library's own modules."""

@@ -1,11 +1,13 @@
 """The :class:`Client`: typed requests with deadlines and cancellation, over any
 transport. Era negotiation lives in :mod:`.negotiation`, the server's own messages in
-:mod:`.handlers`, settings in :mod:`.options`."""
+:mod:`.handlers`, settings in :mod:`.options`, retries in :mod:`.retry`, the
+connection and its recovery in :mod:`.link`, the modern era's input rounds in
+:mod:`.rounds`."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -13,9 +15,9 @@ import msgspec
 
 from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, EraPolicy
-from ..protocol.errors import INTERNAL_ERROR, URL_ELICITATION_REQUIRED, ConnectionClosed, McpError, RequestTimeout
+from ..protocol.errors import URL_ELICITATION_REQUIRED, ConnectionClosed, McpError
 from ..protocol.events import RequestId
-from ..protocol.interactive import INPUT_REQUIRED, MRTR_METHODS, InputRequest, UrlElicitationRequired
+from ..protocol.tasks import Task
 from ..protocol.types import (
     LOG_LEVELS,
     CallToolResult,
@@ -36,12 +38,18 @@ from ..protocol.types import (
     Tool,
 )
 from ..runtime.peer import Peer, ProgressCallback, check_timeout
+from ..runtime.tracing import trace_client_requests
 from ..transports.base import Servable, Transport
+from .calls import all_pages, typed_call
+from .events import Events
 from .handlers import ServerMessages
-from .negotiation import negotiate
+from .link import Link, in_handshake
+from .negotiation import adopt_offered_version
 from .options import ClientOptions, RequestOptions
-from .results import UnexpectedResultType, decode_result
+from .retry import RetryPolicy, tool_is_idempotent
+from .rounds import url_elicitation_required
 from .subscriptions import Subscription
+from .tasks import TaskHandle, cancel_task, get_task, start_task, update_task
 
 __all__ = ["Client"]
 
@@ -55,6 +63,13 @@ class Client:
     Use as ``async with Client(transport) as client: ...``. Every request has a
     deadline; errors are raised as :class:`~mcpkit.McpError` (``RequestTimeout`` and
     ``ConnectionClosed`` are local); a tool result with ``is_error`` is returned.
+
+    Resilience (docs/timeouts-and-retries.md): with a :class:`~mcpkit.RetryPolicy`
+    (client-wide, or ``retry=`` per call) idempotent calls are retried after transient
+    failures; ``call_tool`` counts as idempotent when the tool's annotations, from a
+    ``list_tools`` this client has seen, say ``readOnlyHint`` or ``idempotentHint``,
+    or when the caller passes ``idempotent=True``. Over a transport that restarts
+    (``StdioTransport(..., restart=True)``) the client reconnects by itself.
     """
 
     def __init__(self, transport: Transport | Servable, options: ClientOptions | None = None) -> None:
@@ -65,8 +80,12 @@ class Client:
             self.transport: Transport = ServerInMemory(transport)
         else:
             self.transport = transport
-        self._peer: Peer | None = None
+        self._link = Link(self)
+        self._events = Events(self.options.on_event)
         self._inbound = ServerMessages(self.options)
+        self._idempotent_tools: dict[str, bool] = {}  # learned from tools/list results
+        self._subscriptions: set[Subscription] = set()  # open ones, re-opened after a reconnection
+        self._log_level: str | None = None  # set by set_logging_level, restored after a reconnection
         self._policy: EraPolicy = LEGACY
         self.era: Literal["modern", "legacy"] | None = None
         self.protocol_version: str | None = None
@@ -74,6 +93,8 @@ class Client:
         self.server_capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
         self._meta: dict[str, Any] = {}
+        if self.options.tracing is not False:  # a span per request (docs/tracing.md)
+            self._request = trace_client_requests(self._request, self.options.tracing, self)  # type: ignore[method-assign,assignment]
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -93,28 +114,23 @@ class Client:
         On failure or cancellation the transport is closed before the exception
         propagates.
         """
-        if self._peer is not None:
+        if self._link.peer is not None:
             raise RuntimeError("the client is already connected")
-        self._peer = Peer(
-            self.transport,
-            on_request=self._inbound.on_request,
-            on_notification=self._inbound.on_notification,
-            max_error_text=self.options.max_error_text,
-        )
         try:
-            await self._peer.start()
-            await negotiate(self)
+            await self._link.open()
         except BaseException:
             await self.close()
             raise
 
     async def close(self) -> None:
         """Close the transport (for a spawned server: close stdin, wait, SIGTERM,
-        SIGKILL). Pending requests fail with :class:`ConnectionClosed`. Idempotent."""
-        if self._peer is not None:
-            await self._peer.close()
-        else:
-            await self.transport.close()
+        SIGKILL) and stop any reconnection. Pending requests fail with
+        :class:`ConnectionClosed`. Idempotent."""
+        await self._link.close()
+
+    @property
+    def _peer(self) -> Peer | None:
+        return self._link.peer
 
     def _agree(self, policy: EraPolicy, version: str, meta: dict[str, Any]) -> None:
         """Adopt an era (called by negotiation only)."""
@@ -135,20 +151,46 @@ class Client:
         timeout: float,
         on_progress: ProgressCallback | None,
         on_start: Callable[[RequestId], None] | None = None,
+        *,
+        reset: bool = False,
+        max_total: float | None = None,
     ) -> msgspec.Raw:
-        peer = self._peer
+        link = self._link
+        peer = link.peer
         if peer is None:
             raise RuntimeError("the client is not connected; use 'async with Client(...)' or await connect()")
-        if self._meta:
-            params = dict(params) if params else {}
-            extra = params.get("_meta")
-            params["_meta"] = {**self._meta, **extra} if isinstance(extra, dict) else self._meta
-        try:
-            return await peer.request(method, params, timeout=timeout, on_progress=on_progress, on_start=on_start)
-        except McpError as exc:
-            if exc.code == URL_ELICITATION_REQUIRED and not exc.local:
-                raise _url_elicitation_required(exc) from None
-            raise
+        if (link.recovery is not None or link.failed is not None) and not in_handshake():
+            peer, timeout = await link.ready(timeout)  # reconnecting: wait for it, within the deadline
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        retried = False
+        while True:  # at most twice: a modern revision refused mid-session is retried once (negotiation.py)
+            try:
+                return await peer.request(
+                    method,
+                    self._with_meta(params),
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    on_start=on_start,
+                    reset_on_progress=reset,
+                    max_total=max_total,
+                )
+            except McpError as exc:
+                if exc.code == URL_ELICITATION_REQUIRED and not exc.local:
+                    raise url_elicitation_required(exc) from None
+                if retried or not adopt_offered_version(self, exc):
+                    raise
+            retried = True
+            timeout = max(deadline - loop.time(), 0.001)
+
+    def _with_meta(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``params`` with the modern era's ``_meta`` added (members the caller gave win)."""
+        if not self._meta:
+            return params
+        params = dict(params) if params else {}
+        extra = params.get("_meta")
+        params["_meta"] = {**self._meta, **extra} if isinstance(extra, dict) else self._meta
+        return params
 
     def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification as it is (dropped if the connection is gone)."""
@@ -162,12 +204,24 @@ class Client:
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` and
         :class:`ConnectionClosed` (local) as described in the class docs. Cancelling
-        the calling task sends ``notifications/cancelled`` and re-raises.
+        the calling task sends ``notifications/cancelled`` and re-raises. With a retry
+        policy (``options.retry``, else the client's) it is retried as the typed calls
+        are, when ``method`` is idempotent or ``options.idempotent`` says so.
         """
         options = options or RequestOptions()
-        timeout = options.timeout if options.timeout is not None else self.options.request_timeout
-        raw = await self._request(method, params, timeout, options.on_progress)
-        return decode_result(raw, dict[str, Any])
+        return await typed_call(
+            self,
+            method,
+            params,
+            dict[str, Any],
+            options.timeout,
+            options.on_progress,
+            retry=options.retry,
+            idempotent=options.idempotent,
+            reset=options.reset_timeout_on_progress,
+            max_total=options.max_total_timeout,
+            rounds=False,
+        )
 
     async def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification. Raises :class:`ConnectionClosed` if the connection is gone."""
@@ -179,52 +233,6 @@ class Client:
             params.setdefault("_meta", self._meta)
         peer.notify(method, params)
 
-    async def _typed(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        tp: type[T],
-        timeout: float | None,
-        on_progress: ProgressCallback | None = None,
-    ) -> T:
-        wait = self._timeout(timeout)
-        if self._policy.stateless and method in MRTR_METHODS:
-            return await self._with_input_rounds(method, params or {}, tp, wait, on_progress)
-        return decode_result(await self._request(method, params, wait, on_progress), tp)
-
-    async def _with_input_rounds(
-        self, method: str, params: dict[str, Any], tp: type[T], timeout: float, on_progress: ProgressCallback | None
-    ) -> T:
-        """Modern era: send the request; while the server answers ``input_required``,
-        answer its questions with the callbacks and retry with ``inputResponses`` and
-        the ``requestState`` echoed unchanged, under a fresh id — all within
-        ``timeout``. Raises :class:`RequestTimeout` when it runs out, a local
-        :class:`McpError` after ``max_input_rounds`` retries or for a question this
-        client cannot answer, :class:`UnexpectedResultType` for an unknown
-        ``resultType``, and what a callback raises."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        attempt = params
-        for _ in range(self.options.max_input_rounds + 1):
-            raw = await self._request(method, attempt, max(deadline - loop.time(), 0.001), on_progress)
-            kind = decode_result(raw, _ResultKind)
-            if kind.result_type is msgspec.UNSET or kind.result_type == "complete":
-                return decode_result(raw, tp)
-            if kind.result_type != INPUT_REQUIRED:
-                raise UnexpectedResultType(str(kind.result_type))
-            attempt = dict(params)
-            if kind.input_requests:
-                try:
-                    async with asyncio.timeout_at(deadline):
-                        attempt["inputResponses"] = await self._inbound.answer_all(kind.input_requests)
-                except TimeoutError:
-                    raise RequestTimeout(None) from None
-            if isinstance(kind.request_state, str):
-                attempt["requestState"] = kind.request_state
-        err = McpError(INTERNAL_ERROR, f"The server asked for input more than {self.options.max_input_rounds} times")
-        err.local = True
-        raise err
-
     async def set_roots(self, roots: list[Root]) -> None:
         """Change the roots this client offers; a legacy-era server is told with
         ``notifications/roots/list_changed`` (a modern one asks again when it needs
@@ -235,23 +243,30 @@ class Client:
         if not self._policy.stateless:
             self._notify("notifications/roots/list_changed")
 
-    async def ping(self, *, timeout: float | None = None) -> None:
+    async def ping(self, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> None:
         """Check that the server answers: ``ping`` in the legacy era; in the modern era,
         which removed ``ping``, a ``server/discover`` round trip."""
-        await self._typed(self._policy.ping_method, None, dict[str, Any], timeout)
+        await typed_call(self, self._policy.ping_method, None, dict[str, Any], timeout, retry=retry)
 
-    async def discover(self, *, timeout: float | None = None) -> DiscoverResult:
+    async def discover(self, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> DiscoverResult:
         """``server/discover``: the server's versions, capabilities and identity."""
-        return await self._typed("server/discover", None, DiscoverResult, timeout)
+        return await typed_call(self, "server/discover", None, DiscoverResult, timeout, retry=retry)
 
-    async def list_tools(self, cursor: str | None = None, *, timeout: float | None = None) -> ListToolsResult:
+    async def list_tools(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListToolsResult:
         """``tools/list``: one page of the server's tools (pass ``next_cursor`` back as
-        ``cursor`` for the next).
+        ``cursor`` for the next). The client remembers which tools say they are
+        read-only or idempotent, for retries of ``call_tool``.
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
-        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await self._typed("tools/list", _cursor(cursor), ListToolsResult, timeout)
+        :class:`ConnectionClosed`; cancelling the caller cancels the request on the
+        wire. ``retry`` (else the client's policy) retries transient failures."""
+        result = await typed_call(self, "tools/list", _cursor(cursor), ListToolsResult, timeout, retry=retry)
+        for tool in result.tools:
+            self._idempotent_tools[tool.name] = tool_is_idempotent(tool)
+        return result
 
     async def call_tool(
         self,
@@ -261,51 +276,127 @@ class Client:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: dict[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+        idempotent: bool | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        max_total_timeout: float | None = None,
     ) -> CallToolResult:
         """Call a tool. A failed tool returns a result with ``is_error=True`` (not
-        raised); protocol errors raise :class:`McpError`."""
+        raised); protocol errors raise :class:`McpError`. A server may run the call as a
+        task (2026-07-28, docs/tasks.md): the client then polls it to its end within
+        ``timeout`` and returns its result, and cancels it if the call is given up on.
+
+        ``retry`` (else the client's policy) retries the call after a transient failure
+        only if it is idempotent: ``idempotent=True``, or (unless ``idempotent=False``)
+        the tool's annotations say ``readOnlyHint`` or ``idempotentHint`` in a
+        ``list_tools`` result this client has seen. ``reset_timeout_on_progress`` (else
+        the client's setting) restarts the ``timeout`` on each progress notification,
+        for at most ``max_total_timeout`` seconds in all (else the client's, else ten
+        times the timeout)."""
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        return await self._typed("tools/call", params, CallToolResult, timeout, on_progress)
+        return await typed_call(
+            self,
+            "tools/call",
+            params,
+            CallToolResult,
+            timeout,
+            on_progress,
+            retry=retry,
+            idempotent=idempotent,
+            reset=reset_timeout_on_progress,
+            max_total=max_total_timeout,
+        )
 
-    async def list_resources(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourcesResult:
+    # --- tasks (docs/tasks.md) ------------------------------------------------------------------
+
+    async def start_task(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        meta: dict[str, Any] | None = None,
+        ttl: float | None = None,
+    ) -> TaskHandle:
+        """Call a tool as a task and return its :class:`TaskHandle` as soon as the server
+        has created it (``await handle.wait()`` for the result). 2026-07-28: the call
+        declares the tasks extension and the server decides — a call it answers at once
+        gives a handle without a ``task_id`` whose ``wait()`` returns that result.
+        2025-11-25: the call asks for a task (``ttl``: how long the server should keep it,
+        in seconds). Raises as :meth:`call_tool` does (-32021 from a server that cannot)."""
+        return await start_task(self, name, arguments, timeout=timeout, meta=meta, ttl=ttl)
+
+    def task(self, task_id: str) -> TaskHandle:
+        """A handle for the task ``task_id``, started earlier, maybe on another connection
+        (nothing is sent until it is used)."""
+        return TaskHandle(self, task_id)
+
+    async def get_task(self, task_id: str, *, timeout: float | None = None) -> Task:
+        """``tasks/get``: the task's state (its result or error once it has ended). Raises
+        ``McpError(-32602)`` for a task the server does not know (or no longer: expired)."""
+        return await get_task(self, task_id, timeout=timeout)
+
+    async def update_task(self, task_id: str, input_responses: dict[str, Any], *, timeout: float | None = None) -> None:
+        """``tasks/update``: answers to the task's ``input_requests``, by key (2026-07-28)."""
+        await update_task(self, task_id, input_responses, timeout=timeout)
+
+    async def cancel_task(self, task_id: str, *, timeout: float | None = None) -> None:
+        """``tasks/cancel``: ask the server to stop the task (cooperative; ``get_task``
+        tells how it ended)."""
+        await cancel_task(self, task_id, timeout=timeout)
+
+    async def list_resources(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListResourcesResult:
         """``resources/list``: one page of the server's resources.
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await self._typed("resources/list", _cursor(cursor), ListResourcesResult, timeout)
+        return await typed_call(self, "resources/list", _cursor(cursor), ListResourcesResult, timeout, retry=retry)
 
     async def list_resource_templates(
-        self, cursor: str | None = None, *, timeout: float | None = None
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
     ) -> ListResourceTemplatesResult:
         """``resources/templates/list``: one page of the server's resource templates.
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await self._typed("resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout)
+        return await typed_call(
+            self, "resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout, retry=retry
+        )
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ReadResourceResult:
         """``resources/read``: the contents of the resource at ``uri``. An unknown URI
         is an :class:`McpError` (``-32602``; servers of other SDKs may send ``-32002``).
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await self._typed("resources/read", {"uri": uri}, ReadResourceResult, timeout)
+        return await typed_call(self, "resources/read", {"uri": uri}, ReadResourceResult, timeout, retry=retry)
 
-    async def list_prompts(self, cursor: str | None = None, *, timeout: float | None = None) -> ListPromptsResult:
+    async def list_prompts(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListPromptsResult:
         """``prompts/list``: one page of the server's prompts.
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await self._typed("prompts/list", _cursor(cursor), ListPromptsResult, timeout)
+        return await typed_call(self, "prompts/list", _cursor(cursor), ListPromptsResult, timeout, retry=retry)
 
     async def get_prompt(
-        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
     ) -> GetPromptResult:
         """``prompts/get``: the prompt ``name`` filled in with ``arguments`` (strings).
 
@@ -315,7 +406,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = arguments
-        return await self._typed("prompts/get", params, GetPromptResult, timeout)
+        return await typed_call(self, "prompts/get", params, GetPromptResult, timeout, retry=retry)
 
     async def complete(
         self,
@@ -325,13 +416,14 @@ class Client:
         *,
         context: dict[str, str] | None = None,
         timeout: float | None = None,
+        retry: RetryPolicy | None = None,
     ) -> CompleteResult:
         """``completion/complete`` for ``ref`` (``{"type": "ref/prompt", "name": …}`` or
         ``{"type": "ref/resource", "uri": …}``)."""
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
-        return await self._typed("completion/complete", params, CompleteResult, timeout)
+        return await typed_call(self, "completion/complete", params, CompleteResult, timeout, retry=retry)
 
     # --- changes and pagination (docs/subscriptions.md) -------------------------------------
 
@@ -362,69 +454,39 @@ class Client:
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Legacy era: ``resources/subscribe`` (the modern era has :meth:`listen` only).
         Raises :class:`McpError` (-32002 for an unknown resource)."""
-        await self._typed("resources/subscribe", {"uri": uri}, dict[str, Any], timeout)
+        await typed_call(self, "resources/subscribe", {"uri": uri}, dict[str, Any], timeout)
 
     async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Legacy era: ``resources/unsubscribe``."""
-        await self._typed("resources/unsubscribe", {"uri": uri}, dict[str, Any], timeout)
-
-    async def _all_pages(self, list_page: Callable[[str | None], Awaitable[Any]], field: str, max_pages: int) -> list[Any]:
-        items: list[Any] = []
-        cursor: str | None = None
-        for _ in range(max_pages):
-            page = await list_page(cursor)
-            items.extend(getattr(page, field))
-            cursor = page.next_cursor
-            if not cursor:
-                return items
-        err = McpError(INTERNAL_ERROR, f"The server's list has more than {max_pages} pages")
-        err.local = True
-        raise err
+        await typed_call(self, "resources/unsubscribe", {"uri": uri}, dict[str, Any], timeout)
 
     async def list_all_tools(self, *, max_pages: int = 100) -> list[Tool]:
         """Every tool, following ``nextCursor``. Raises a local :class:`McpError` past
         ``max_pages`` pages (a server that never ends its list)."""
-        return await self._all_pages(self.list_tools, "tools", max_pages)
+        return await all_pages(self.list_tools, "tools", max_pages)
 
     async def list_all_resources(self, *, max_pages: int = 100) -> list[Resource]:
         """Every resource, following ``nextCursor`` (at most ``max_pages`` pages)."""
-        return await self._all_pages(self.list_resources, "resources", max_pages)
+        return await all_pages(self.list_resources, "resources", max_pages)
 
     async def list_all_resource_templates(self, *, max_pages: int = 100) -> list[ResourceTemplate]:
         """Every resource template, following ``nextCursor`` (at most ``max_pages`` pages)."""
-        return await self._all_pages(self.list_resource_templates, "resource_templates", max_pages)
+        return await all_pages(self.list_resource_templates, "resource_templates", max_pages)
 
     async def list_all_prompts(self, *, max_pages: int = 100) -> list[Prompt]:
         """Every prompt, following ``nextCursor`` (at most ``max_pages`` pages)."""
-        return await self._all_pages(self.list_prompts, "prompts", max_pages)
+        return await all_pages(self.list_prompts, "prompts", max_pages)
 
     async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Legacy era: ``logging/setLevel``. Modern era: sets the per-request
         ``logLevel`` sent from now on."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
+        self._log_level = level
         if self._policy.stateless:
             self._meta = {**self._meta, meta_keys.LOG_LEVEL: level}
             return
-        await self._typed("logging/setLevel", {"level": level}, EmptyResult, timeout)
-
-
-class _ResultKind(msgspec.Struct, kw_only=True, rename="camel"):
-    """What kind of result a modern response is, and its input round if any."""
-
-    result_type: str | msgspec.UnsetType = msgspec.UNSET
-    input_requests: dict[str, InputRequest] | None = None
-    request_state: Any = None
-
-
-def _url_elicitation_required(exc: McpError) -> McpError:
-    """A server's -32042 as :class:`UrlElicitationRequired` (as it came, if its data
-    does not list the elicitations properly)."""
-    items = exc.data.get("elicitations") if isinstance(exc.data, dict) else None
-    try:
-        return UrlElicitationRequired(items if isinstance(items, list) else [], exc.message)
-    except ValueError:
-        return exc
+        await typed_call(self, "logging/setLevel", {"level": level}, EmptyResult, timeout)
 
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:

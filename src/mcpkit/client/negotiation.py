@@ -3,7 +3,9 @@ chooses its :class:`~mcpkit.protocol.eras.EraPolicy`.
 
 Unless a revision is pinned, the client probes with ``server/discover`` (modern) and
 falls back to ``initialize`` (legacy) on silence or on any error that is not a modern
-server's -32022 naming revisions we share.
+server's -32022 naming revisions we share. Later, a modern request refused with -32022
+adopts a modern revision the refusal offers (:func:`adopt_offered_version`), and the
+client retries it once.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .results import decode_result
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["negotiate"]
+__all__ = ["negotiate", "adopt_offered_version"]
 
 
 async def negotiate(client: Client) -> None:
@@ -85,12 +87,31 @@ async def _after_refusal(client: Client, exc: McpError) -> None:
     await initialize(client, legacy[0])
 
 
+def adopt_offered_version(client: Client, exc: McpError) -> bool:
+    """A modern-era request was refused with ``exc``: if it is the server's -32022 and
+    its ``data.supported`` names a modern revision we speak, adopt that revision for
+    every later request and return True (the caller retries once). False otherwise: the
+    error stands (a server that offers only legacy revisions, or none we speak, is not
+    switched to mid-session)."""
+    if not (client.era == "modern" and exc.code == UNSUPPORTED_PROTOCOL_VERSION and not exc.local):
+        return False
+    offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
+    if not isinstance(offered, list):
+        return False
+    shared = [v for v in MODERN_PROTOCOL_VERSIONS if v in offered]
+    if not shared:
+        return False
+    version = client.protocol_version if client.protocol_version in shared else shared[0]
+    client._agree(MODERN, version, {**client._meta, meta_keys.PROTOCOL_VERSION: version})  # the log level kept
+    return True
+
+
 def use_modern(client: Client, version: str) -> None:
     """Modern era: no handshake; every request will carry this ``_meta``."""
     options = client.options
     meta: dict[str, Any] = {
         meta_keys.PROTOCOL_VERSION: version,
-        meta_keys.CLIENT_CAPABILITIES: options.capabilities_to_declare(),
+        meta_keys.CLIENT_CAPABILITIES: options.capabilities_to_declare(modern=True),
         meta_keys.CLIENT_INFO: msgspec.to_builtins(options.client_info),
     }
     if options.log_level is not None:

@@ -9,9 +9,13 @@ from typing import Any
 
 from .._version import __version__
 from ..protocol.interactive import CreateMessageParams, ElicitRequestParams
+from ..protocol.tasks import with_tasks_declared
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Root
 from ..protocol.versions import SUPPORTED_PROTOCOL_VERSIONS
 from ..runtime.peer import ProgressCallback, check_timeout
+from ..runtime.tracing import TracingOption, check_tracing
+from .events import EventHandler
+from .retry import RetryPolicy
 
 __all__ = [
     "ClientOptions",
@@ -53,6 +57,24 @@ class ClientOptions:
 
     ``on_list_changed(kind)`` is called when the server says a list changed (legacy:
     whenever it does; modern: while a :meth:`Client.listen` subscription is open).
+
+    Resilience (docs/timeouts-and-retries.md): ``retry`` is the
+    :class:`~mcpkit.RetryPolicy` of every call that does not give its own (None: no
+    retries); only idempotent calls are retried, only after transient failures.
+    ``reset_timeout_on_progress`` restarts a call's deadline on each progress
+    notification, for at most ``max_total_timeout`` seconds in all (None: ten times
+    the call's timeout). ``on_event(event)`` is told of every attempt, timeout, retry,
+    lost connection, restart and reconnection (a :class:`~mcpkit.ClientEvent`).
+
+    ``tasks`` (docs/tasks.md): declare the 2026-07-28 tasks extension, so that a server
+    may run a ``call_tool`` as a task (the client follows it to its end); False leaves
+    it undeclared (the server answers every call itself, or refuses the tools that must
+    be tasks with -32021). ``Client.start_task`` declares it on its own call either way.
+
+    ``tracing`` (docs/tracing.md): an OpenTelemetry span per request, its context sent in
+    ``_meta``; None (default) traces when the application has set a tracer provider, True
+    always (``ImportError`` without ``mcpkit[otel]``), False never; a ``TracerProvider``
+    traces with that provider instead of the global one.
     """
 
     request_timeout: float = 30.0
@@ -71,10 +93,21 @@ class ClientOptions:
     sampling_tools: bool = False
     max_input_rounds: int = 8
     on_list_changed: ListChangedHandler | None = None
+    retry: RetryPolicy | None = None
+    reset_timeout_on_progress: bool = False
+    max_total_timeout: float | None = None
+    on_event: EventHandler | None = None
+    tasks: bool = True
+    tracing: TracingOption = None
 
     def __post_init__(self) -> None:
+        check_tracing(self.tracing)
         check_timeout(self.request_timeout)
         check_timeout(self.discover_timeout)
+        if self.max_total_timeout is not None:
+            check_timeout(self.max_total_timeout)
+        if self.retry is not None and not isinstance(self.retry, RetryPolicy):
+            raise TypeError("retry must be a RetryPolicy or None")
         if self.max_error_text < 16:
             raise ValueError("max_error_text must be at least 16 bytes")
         if self.protocol_version is not None and self.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
@@ -86,9 +119,10 @@ class ClientOptions:
         if self.max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
 
-    def capabilities_to_declare(self) -> dict[str, Any]:
+    def capabilities_to_declare(self, *, modern: bool = False) -> dict[str, Any]:
         """The client capabilities to announce, in either era: ``capabilities`` plus
-        those the callbacks and ``roots`` imply."""
+        those the callbacks and ``roots`` imply, and (``modern``) the tasks extension
+        unless ``tasks`` is False."""
         caps = dict(self.capabilities)
         if self.roots is not None:
             caps.setdefault("roots", {"listChanged": True})
@@ -96,6 +130,8 @@ class ClientOptions:
             caps.setdefault("elicitation", {mode: {} for mode in self.elicitation_modes})
         if self.on_sample is not None:
             caps.setdefault("sampling", {"tools": {}} if self.sampling_tools else {})
+        if modern and self.tasks:
+            caps = with_tasks_declared(caps)
         return caps
 
 
@@ -103,11 +139,23 @@ class ClientOptions:
 class RequestOptions:
     """Per-request settings for :meth:`Client.send_request`: ``timeout`` in seconds
     (positive and finite, else ``ValueError``; None = the client's default) and an
-    ``on_progress(progress, total, message)`` callback."""
+    ``on_progress(progress, total, message)`` callback.
+
+    ``retry`` overrides the client's :class:`~mcpkit.RetryPolicy` for this request;
+    ``idempotent`` says whether it may run more than once (None: judged by its method,
+    and for ``tools/call`` by the tool's annotations). ``reset_timeout_on_progress``
+    and ``max_total_timeout`` override the client's (None: the client's setting).
+    """
 
     timeout: float | None = None
     on_progress: ProgressCallback | None = None
+    retry: RetryPolicy | None = None
+    idempotent: bool | None = None
+    reset_timeout_on_progress: bool | None = None
+    max_total_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.timeout is not None:
             check_timeout(self.timeout)
+        if self.max_total_timeout is not None:
+            check_timeout(self.max_total_timeout)

@@ -7,7 +7,10 @@ session's own list-changed notifications plus ``resources/subscribe`` for each U
 (unsubscribed on exit). A modern stream that drops is reopened (a bounded number of
 times, with back-off); since changes may have been missed meanwhile, the reopening
 yields one change per list and resource watched, so a consumer that re-lists on each
-change is never left stale.
+change is never left stale. The same holds when the client reconnects (a restarted
+server, a renewed legacy session): the modern stream is reopened once the client is
+connected again, a legacy subscription sends ``resources/subscribe`` again
+(:meth:`Subscription._restore`), and either yields the catch-up changes.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class Subscription:
         """Open the subscription. Raises :class:`McpError` if the server refuses it,
         ``RequestTimeout`` if it is not acknowledged within the client's request timeout."""
         self._stop_listening = self._client._inbound.listen(self._on_notification)
+        self._client._subscriptions.add(self)
         try:
             if self._modern:
                 await self._open()
@@ -94,6 +98,7 @@ class Subscription:
         await self._close()
 
     async def _close(self) -> None:
+        self._client._subscriptions.discard(self)
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
@@ -153,6 +158,11 @@ class Subscription:
                 # dropped once live (the stream was cut, the connection failed): reopen
                 if self._live:
                     failures = 0  # it had been working: count the attempts afresh
+                link = self._client._link
+                if isinstance(exc, ConnectionClosed) and link.recovery is not None and await link.settled():
+                    self.reopened += 1  # the client reconnected: a new connection, no wait
+                    self._resync()
+                    continue
                 if failures >= len(_REOPEN_DELAYS) or not self._client.is_connected:
                     self._queue.put_nowait(exc)
                     return
@@ -163,6 +173,16 @@ class Subscription:
                 continue
             self._queue.put_nowait(None)  # answered: the server ended it gracefully
             return
+
+    async def _restore(self) -> None:
+        """The client reconnected (a new server process, a new legacy session): a
+        legacy subscription asks again for each resource, and either era yields one
+        change per list and resource watched (changes may have been missed). A modern
+        one reopens its stream by itself. Raises ``McpError`` if the server refuses."""
+        if not self._modern:
+            for uri in self.uris:
+                await self._client.subscribe_resource(uri)
+            self._resync()
 
     def _started(self, request_id: RequestId) -> None:
         self._request_id = request_id

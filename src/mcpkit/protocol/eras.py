@@ -99,8 +99,8 @@ class _Modern(EraPolicy):
                     result,
                     result_type="complete",
                     meta=meta,
-                    ttl_ms=cache.cache_ttl_ms if result.ttl_ms is msgspec.UNSET else result.ttl_ms,
-                    cache_scope=cache.cache_scope if result.cache_scope is msgspec.UNSET else result.cache_scope,
+                    ttl_ms=cache.cache_ttl_ms if result.ttl_ms is None else result.ttl_ms,
+                    cache_scope=cache.cache_scope if result.cache_scope is None else result.cache_scope,
                 )
             return msgspec.structs.replace(result, result_type="complete", meta=meta)
         if isinstance(result, dict):
@@ -119,7 +119,7 @@ class _Legacy(EraPolicy):
     log_by_default = True  # until the client sends logging/setLevel
     cancel_on_disconnect = False  # the handler runs on; the client may resume the stream
     resumable_streams = True
-    foreign_methods = frozenset({"server/discover", "subscriptions/listen"})
+    foreign_methods = frozenset({"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"})
 
     def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
         return legacy_status_error(exc, limit)

@@ -31,8 +31,16 @@ __all__ = [
     "check_request_headers",
 ]
 
-#: Methods whose target is mirrored into ``Mcp-Name``, and the param that names it.
-NAMED_METHODS: Final = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
+#: Methods whose target is mirrored into ``Mcp-Name``, and the param that names it (the
+#: tasks extension's requests name their task: SEP-2663).
+NAMED_METHODS: Final = {
+    "tools/call": "name",
+    "resources/read": "uri",
+    "prompts/get": "name",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 #: A tool's ``x-mcp-header`` annotations: property path -> header name token.
 HeaderRules = dict[tuple[str, ...], str]
 _MAX_SAFE_INT: Final = 2**53 - 1
@@ -44,6 +52,7 @@ class _Checked(msgspec.Struct):
     name: Any = None
     uri: Any = None
     arguments: Any = None
+    taskId: Any = None  # the wire's name, as NAMED_METHODS gives it
 
 
 _decode_checked: Final = msgspec.json.Decoder(_Checked).decode

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 import msgspec
-from msgspec import UNSET, UnsetType, field
+from msgspec import field
 
 from .errors import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED, McpError, flatten_text
 from .types import Result, Root, _Wire
@@ -132,8 +132,8 @@ class InputRequiredResult(Result, kw_only=True):
     """A modern result that ends a request early: answer ``input_requests`` and retry
     the request with ``inputResponses`` and ``request_state`` echoed unchanged."""
 
-    input_requests: dict[str, InputRequest] | UnsetType = UNSET
-    request_state: str | UnsetType = UNSET
+    input_requests: dict[str, InputRequest] | None = None
+    request_state: str | None = None
 
     def __post_init__(self) -> None:
         self.result_type = INPUT_REQUIRED  # always on the wire: a default would be omitted

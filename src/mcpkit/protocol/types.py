@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 import msgspec
-from msgspec import UNSET, UnsetType, field
+from msgspec import field
 
 __all__ = [
     "LOG_LEVELS",
@@ -217,12 +217,12 @@ class Result(_Wire, kw_only=True):
     """Fields every result may carry. ``result_type`` is set on modern-era results."""
 
     meta: Meta | None = field(default=None, name="_meta")
-    result_type: str | UnsetType = UNSET
+    result_type: str | None = None
 
 
 class Cacheable(Result, kw_only=True):
-    ttl_ms: int | UnsetType = UNSET
-    cache_scope: Literal["public", "private"] | UnsetType = UNSET
+    ttl_ms: int | None = None
+    cache_scope: Literal["public", "private"] | None = None
 
 
 class EmptyResult(Result, kw_only=True):
@@ -285,13 +285,13 @@ class CallToolResult(Result, kw_only=True):
     Attributes:
         content: Content blocks for the model: text, images, audio, resources.
         structured_content: The typed result, for tools that declare an ``output_schema``
-            (``msgspec.UNSET`` when absent).
+            (None when absent).
         is_error: True for a failed operation: the tool ran and could not do its job.
             This is not a protocol error; the model reads the content and can react.
     """
 
     content: list[Content] = []
-    structured_content: Any | UnsetType = UNSET
+    structured_content: Any = None
     is_error: bool = False
 
 

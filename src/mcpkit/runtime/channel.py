@@ -17,6 +17,13 @@ closed they do nothing. A transport without them (the HTTP client transport, whe
 every response arrives on a request of our own) is simply never paused. A transport
 may still report ``on_close`` while paused (stdio does when the other side hangs up),
 so that a connection whose peer has gone does not wait for its handlers to finish.
+
+Two more optional abilities serve the client's resilience (docs/timeouts-and-retries.md).
+A transport that can say whether a message handed to it now would wait behind bytes the
+other side has not read yet (:class:`WriteBlocking`) lets the driver hold requests back
+until then, so that a request whose deadline passes meanwhile is never sent. A transport
+that can be started again after it ended (:class:`Restartable`: a supervised server
+process) says how long to wait first, and when to give up.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Transport", "Pausable", "OnMessage", "OnClose"]
+__all__ = ["Transport", "Pausable", "WriteBlocking", "Restartable", "OnMessage", "OnClose"]
 
 OnMessage = Callable[[bytes], None]
 OnClose = Callable[[str | None], None]
@@ -64,3 +71,28 @@ class Pausable(Protocol):
     def pause_reading(self) -> None: ...
 
     def resume_reading(self) -> None: ...
+
+
+@runtime_checkable
+class WriteBlocking(Protocol):
+    """A transport that knows when its writes are stalled (optional).
+
+    ``write_blocked`` is true while a message handed to :meth:`Transport.send` would not
+    reach the other side at once: earlier bytes are still waiting to be written. Then a
+    ``drain()`` waits until they all are.
+    """
+
+    @property
+    def write_blocked(self) -> bool: ...
+
+
+@runtime_checkable
+class Restartable(Protocol):
+    """A transport that may be started again after it ended on its own (optional)."""
+
+    def restart_delay(self, reason: str) -> float | None:
+        """The channel ended unexpectedly (``on_close(reason)`` was reported): the seconds
+        to wait before ``start`` may be called again, or None if it does not restart.
+        Raises :class:`~mcpkit.protocol.errors.ConnectionClosed`, with a message that
+        says why, when it gives up (too many restarts in too short a time)."""
+        ...

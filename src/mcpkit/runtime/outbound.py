@@ -36,16 +36,28 @@ class Outbound(Protocol):
 class Notifier:
     """An :class:`Outbound` whose notifications go to a callback, and whose requests
     go to ``ask`` (without one, a request raises ``RuntimeError``: there is no way
-    back to the peer)."""
+    back to the peer). ``close_stream`` ends the connection carrying the request's
+    resumable stream (HTTP, legacy era), if there is one."""
 
-    __slots__ = ("_ask", "_drain", "_send")
+    __slots__ = ("_ask", "_close_stream", "_drain", "_send")
 
     def __init__(
-        self, send: Callable[[str, Any], None], ask: Ask | None = None, drain: Callable[[], Awaitable[None]] | None = None
+        self,
+        send: Callable[[str, Any], None],
+        ask: Ask | None = None,
+        drain: Callable[[], Awaitable[None]] | None = None,
+        close_stream: Callable[[], bool] | None = None,
     ) -> None:
         self._send = send
         self._ask = ask
         self._drain = drain
+        self._close_stream = close_stream
+
+    def close_stream(self) -> bool:
+        """End the connection that carries this request's messages without ending its
+        stream, so that the client reconnects and resumes it; False (and nothing done)
+        where the transport has no such stream."""
+        return self._close_stream() if self._close_stream is not None else False
 
     async def drain(self) -> None:
         """Wait until what was sent has been taken by the connection (flow control:

@@ -13,6 +13,13 @@ soon as one finishes, so a client that writes requests without reading the respo
 stops itself instead of growing the server. While any request of ours to the peer
 awaits its response (a handler asking the client), reading never pauses: that response
 must be read for the handler to finish.
+
+Our requests' deadlines: one timer each. With ``reset_on_progress`` a request's timer
+starts again on each progress notification for it, but never runs past its
+``max_total`` from the start. Over a transport that says when its writes are stalled
+(:class:`~mcpkit.runtime.channel.WriteBlocking`) a request is handed over only once
+nothing waits before it; until then it is held here, so that one whose deadline passes
+meanwhile is dropped unsent instead of going out late.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import inspect
 import logging
 import math
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -40,7 +48,7 @@ from ..protocol.events import (
     ResponseReceived,
 )
 from ..protocol.framing import OVERSIZED
-from .channel import Pausable, Transport
+from .channel import Pausable, Transport, WriteBlocking
 from .outcome import deliver, fail_waiters, respond, respond_failure
 
 __all__ = ["Peer", "ProgressCallback", "check_timeout"]
@@ -74,10 +82,12 @@ class Peer:
         max_error_text: int = 1024,
         max_message_size: int | None = None,
         max_in_flight: int | None = None,
+        on_close: Callable[[str], None] | None = None,
     ) -> None:
         """``max_in_flight`` bounds the inbound requests worked on at once (None: no
-        bound); it takes effect only if the transport is :class:`Pausable`. Raises
-        ``ValueError`` for a bound below 1."""
+        bound); it takes effect only if the transport is :class:`Pausable`. ``on_close``
+        is told the reason once the connection ends, before waiting callers wake up.
+        Raises ``ValueError`` for a bound below 1."""
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         self.transport = transport
@@ -96,6 +106,12 @@ class Peer:
         self._paused = False
         self._asking = 0  # our requests awaiting the peer's response: reading must go on
         self._reading = cast(Pausable, transport)  # used only when the bound is finite, hence Pausable
+        self._closing_hook = on_close
+        #: Our requests whose deadline moves with progress: id -> (timeout, latest deadline, timer).
+        self._extendable: dict[RequestId, _Extendable] = {}
+        self._writes = transport if isinstance(transport, WriteBlocking) else None
+        self._held: deque[Outgoing] = deque()  # our requests not handed over yet: writes are stalled
+        self._pump: asyncio.Task[None] | None = None
 
     @property
     def in_flight(self) -> int:
@@ -145,6 +161,9 @@ class Peer:
                     logger.exception("notification handler for %s failed", ev.method)
         elif kind is ProgressReceived:
             assert isinstance(ev, ProgressReceived)
+            ext = self._extendable.get(ev.request.id)
+            if ext is not None:
+                ext.extend(self._loop, self._expire, ev.request)
             cb = self._progress.get(ev.request.id)
             if cb is not None:
                 self._call_progress(cb, ev)
@@ -201,9 +220,17 @@ class Peer:
         if self.closed.done():
             return
         self.closed.set_result(reason or "closed")
+        if self._closing_hook is not None:
+            try:
+                self._closing_hook(reason or "closed")
+            except Exception:
+                logger.exception("connection close hook failed")
         message = f"Connection closed: {reason}" if reason else "Connection closed"
         fail_waiters(self.engine.fail_all(), lambda: ConnectionClosed(message))
         self._progress.clear()
+        self._held.clear()
+        if self._pump is not None:
+            self._pump.cancel()
 
     # --- outbound ------------------------------------------------------------------------
 
@@ -215,44 +242,90 @@ class Peer:
         timeout: float,
         on_progress: ProgressCallback | None = None,
         on_start: Callable[[RequestId], None] | None = None,
+        reset_on_progress: bool = False,
+        max_total: float | None = None,
     ) -> msgspec.Raw:
         """Send a request and wait for its result (raw JSON). ``on_start`` is told the
-        request's id before it is sent.
+        request's id before it is sent. With ``reset_on_progress`` each progress
+        notification for the request restarts its ``timeout``, but the request never
+        lasts more than ``max_total`` seconds (default: ten times ``timeout``).
 
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` when
-        ``timeout`` seconds pass first (the request is cancelled on the wire if it was
-        written), :class:`ConnectionClosed` if the connection ends first. If the
-        awaiting task is cancelled, ``notifications/cancelled`` is sent and
-        ``CancelledError`` propagates.
+        the deadline passes first (the request is cancelled on the wire if it was
+        written, and dropped unsent if it was still held behind stalled writes),
+        :class:`ConnectionClosed` if the connection ends first. If the awaiting task
+        is cancelled, ``notifications/cancelled`` is sent (if the request was written)
+        and ``CancelledError`` propagates.
         """
         if self.closed.done():
             raise ConnectionClosed(f"Connection closed: {self.closed.result()}")
         loop = self._loop
-        out = self.engine.start_request(method, params, deadline=loop.time() + timeout, progress=on_progress is not None)
+        now = loop.time()
+        watch = on_progress is not None or reset_on_progress
+        out = self.engine.start_request(method, params, deadline=now + timeout, progress=watch)
         fut: asyncio.Future[msgspec.Raw] = loop.create_future()
         out.waiter = fut
         if on_start is not None:
             on_start(out.id)
         if on_progress is not None:
             self._progress[out.id] = on_progress
+        ext: _Extendable | None = None
+        if reset_on_progress:
+            limit = now + (max_total if max_total is not None else 10 * timeout)
+            out.deadline = min(out.deadline, limit)
+            ext = self._extendable[out.id] = _Extendable(timeout, limit)
         timer = loop.call_at(out.deadline, self._expire, out)
+        if ext is not None:
+            ext.timer = timer
         self._asking += 1
         if self._paused:
             self._paused = False
             self._reading.resume_reading()
         try:
-            self.transport.send(out.data)
-            self.engine.mark_sent(out)
-            await self.transport.drain()
+            if self._writes is None:
+                self.transport.send(out.data)
+                self.engine.mark_sent(out)
+                await self.transport.drain()
+            elif self._held or self._writes.write_blocked:
+                self._hold(out)
+            else:
+                self.transport.send(out.data)
+                self.engine.mark_sent(out)
             return await fut
         except asyncio.CancelledError:
             self._withdraw(out, "Cancelled by the caller")
             raise
         finally:
+            if ext is not None:
+                self._extendable.pop(out.id, None)
+                timer = ext.timer or timer
             timer.cancel()
             self._progress.pop(out.id, None)
             self._asking -= 1
             self._pause_if_full()
+
+    def _hold(self, out: Outgoing) -> None:
+        """Keep ``out`` until the stalled writes before it are done (in order)."""
+        self._held.append(out)
+        if self._pump is None:
+            self._pump = self._loop.create_task(self._release_held())
+
+    async def _release_held(self) -> None:
+        """Hand held requests over as writes get through; skip those that ended
+        meanwhile (their deadline passed, their caller gave up): they are never sent."""
+        writes, held, engine = self._writes, self._held, self.engine
+        assert writes is not None
+        try:
+            while held and not self.closed.done():
+                await self.transport.drain()
+                await asyncio.sleep(0)  # a transport whose drain returns while still blocked must not spin the loop
+                while held and not writes.write_blocked and not self.closed.done():
+                    out = held.popleft()
+                    if engine.outgoing.get(out.id) is out:
+                        self.transport.send(out.data)
+                        engine.mark_sent(out)
+        finally:
+            self._pump = None
 
     def _withdraw(self, out: Outgoing, reason: str) -> bool:
         pending, data = self.engine.cancel(out.id, reason)
@@ -290,7 +363,8 @@ class Peer:
 
     async def close(self) -> None:
         """Cancel our pending requests on the wire (so the peer stops working on
-        them), fail them with :class:`ConnectionClosed`, then close the transport."""
+        them), fail them with :class:`ConnectionClosed`, then close the transport.
+        Requests still held behind stalled writes are dropped unsent."""
         if not self.closed.done():
             pending = list(self.engine.outgoing.values())
             for out in pending:
@@ -298,3 +372,23 @@ class Peer:
             fail_waiters(pending, lambda: ConnectionClosed("Connection closed by the client"))
         self._on_close("closed")
         await self.transport.close()
+
+
+class _Extendable:
+    """The deadline of a request whose timeout restarts on progress."""
+
+    __slots__ = ("limit", "timeout", "timer")
+
+    def __init__(self, timeout: float, limit: float) -> None:
+        self.timeout = timeout
+        self.limit = limit  # never past this (the request's max_total)
+        self.timer: asyncio.TimerHandle | None = None
+
+    def extend(self, loop: asyncio.AbstractEventLoop, expire: Callable[[Outgoing], None], out: Outgoing) -> None:
+        """Progress arrived for ``out``: its deadline moves to ``timeout`` from now, at most to ``limit``."""
+        deadline = min(loop.time() + self.timeout, self.limit)
+        if deadline > out.deadline:
+            out.deadline = deadline
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = loop.call_at(deadline, expire, out)

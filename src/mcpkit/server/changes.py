@@ -6,8 +6,9 @@ changed — coalesced, so a burst of registrations sends one notice per list —
 resource was updated) and fans what the bus delivers out to its :class:`Subscriber`
 objects: one per legacy connection (every list change, plus the resources it
 subscribed to) and one per modern ``subscriptions/listen`` request (what its filter
-names). Each subscriber queues its notifications and a task of its own writes them, so
-a slow client never holds up the others. The queue is bounded: past
+names, task status changes included: ``notifications/tasks``). Each subscriber queues
+its notifications and a task of its own writes them, so a slow client never holds up
+the others. The queue is bounded: past
 ``max_pending`` it is collapsed to one notice per list and per resource — the notices
 say only *that* something changed, so nothing a client needs is lost, and memory stays
 bounded by what it subscribed to.
@@ -21,6 +22,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Final
 
+import msgspec
+
 from ..stores.bus import Change, SubscriptionBus
 
 __all__ = ["ChangeHub", "Subscriber", "LIST_METHODS", "notice"]
@@ -33,6 +36,7 @@ LIST_METHODS: Final = {
     "prompts": "notifications/prompts/list_changed",
     "resources": "notifications/resources/list_changed",
     "resource": "notifications/resources/updated",
+    "task": "notifications/tasks",
 }
 
 Emit = Callable[[str, dict[str, Any]], None]
@@ -49,14 +53,16 @@ def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 def notice(change: Change) -> tuple[str, dict[str, Any]]:
-    """The notification (method, params) of ``change``."""
+    """The notification (method, params) of ``change``: a task's carries its whole state."""
+    if change.kind == "task":
+        return LIST_METHODS["task"], msgspec.json.decode(change.payload or b"{}")
     params: dict[str, Any] = {"uri": change.uri} if change.kind == "resource" else {}
     return LIST_METHODS[change.kind], params
 
 
 class Subscriber:
-    """One client's interest — the lists it hears about and the resource URIs it
-    watches — and the notifications waiting for it. ``emit`` sends one; ``drain``
+    """One client's interest — the lists it hears about, the resource URIs and the task
+    ids it watches — and the notifications waiting for it. ``emit`` sends one; ``drain``
     (if given) waits until the connection has taken what was sent; ``ready`` says
     whether notices may flow yet (a legacy connection: once initialized)."""
 
@@ -69,6 +75,7 @@ class Subscriber:
         drain: Drain | None = None,
         ready: Callable[[], bool] | None = None,
         max_pending: int = 10_000,
+        tasks: Collection[str] = (),
     ) -> None:
         self._emit = emit
         self._drain = drain
@@ -76,6 +83,8 @@ class Subscriber:
         self.lists = frozenset(lists)
         #: The resource URIs watched; the owner may add and remove while it runs.
         self.uris = uris
+        #: The task ids whose status changes it hears (``notifications/tasks``).
+        self.tasks = frozenset(tasks)
         self.max_pending = max_pending
         self._pending: deque[Change] = deque()
         self._wake = asyncio.Event()
@@ -88,6 +97,8 @@ class Subscriber:
             return False
         if change.kind == "resource":
             return change.uri in self.uris
+        if change.kind == "task":
+            return change.uri in self.tasks
         return change.kind in self.lists
 
     def offer(self, change: Change) -> None:
@@ -105,7 +116,8 @@ class Subscriber:
         self._wake.set()
 
     def _collapse(self) -> None:
-        """Keep one notice per list and per resource, each at its last position."""
+        """Keep one notice per list, resource and task, each at its last position (a
+        task's, the latest state)."""
         last = {c: i for i, c in enumerate(self._pending)}
         self._pending = deque(c for i, c in enumerate(self._pending) if last[c] == i)
         self.collapsed += 1
@@ -181,6 +193,11 @@ class ChangeHub:
         for kind in ("tools", "prompts", "resources"):
             if kind in kinds:
                 self.bus.publish(Change(kind))
+
+    def task_changed(self, task_id: str, state: bytes) -> None:
+        """Task ``task_id`` changed; ``state`` is what ``tasks/get`` would answer now
+        (JSON). Its listeners are told, in order. Safe to call from a worker thread."""
+        self.bus.publish(Change("task", task_id, state))
 
     def resource_updated(self, uri: str) -> None:
         """Resource ``uri`` changed: its subscribers are told, in order. Safe to call

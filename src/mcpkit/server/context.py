@@ -6,7 +6,7 @@ import functools
 import inspect
 import logging
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -27,9 +27,12 @@ from ..protocol.interactive import (
     missing_capability,
 )
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Root
-from ..runtime.outbound import Outbound
+from ..runtime.outbound import Notifier, Outbound
 from ..runtime.peer import check_timeout
 from .interaction import Asker, content_converter, elicitation_schema, invalid_content
+
+if TYPE_CHECKING:
+    from .tasks import NoTask, TaskHook
 
 __all__ = ["Context", "LogLevel", "is_context_type", "context_param", "callable_target", "callable_name"]
 
@@ -92,6 +95,7 @@ class Context:
         "_asker",
         "_done",
         "_last_progress",
+        "_lifespan",
         "_log_level",
         "_max_text",
         "_outbound",
@@ -100,6 +104,7 @@ class Context:
         "_progress_token",
         "_raw_params",
         "_session",
+        "_task_hook",
         "client_capabilities",
         "client_info",
         "era",
@@ -127,6 +132,7 @@ class Context:
         max_text: int = 1024,
         asker: Asker | None = None,
         ask_timeout: float = 300.0,
+        lifespan: Any = None,
     ) -> None:
         self.request_id = request_id
         self.method = method
@@ -147,11 +153,20 @@ class Context:
         self._last_progress: float | None = None
         self._done = False
         self._session = session
+        self._lifespan = lifespan
         self._asker = asker
         self._ask_timeout = ask_timeout
         self._asked = 0
+        #: How this call of a task tool becomes a task (server/tasks.py); None: no task tool.
+        self._task_hook: TaskHook | NoTask | None = None
         #: Free-form per-request storage for middleware and handlers.
         self.state: dict[str, Any] = {}
+
+    @property
+    def lifespan(self) -> Any:
+        """What the server's lifespan yielded (``Server(lifespan=...)``; None without
+        one). Handlers can also ask for it by annotating a parameter with its type."""
+        return self._lifespan
 
     @property
     def identity(self) -> AccessToken | None:
@@ -178,6 +193,8 @@ class Context:
         return self._params
 
     def _finish(self) -> None:
+        if self._task_hook is not None and self._task_hook.task_id is not None:
+            return  # a task's context lives on until its handler ends (server/tasks.py)
         self._done = True
 
     # --- logging -------------------------------------------------------------------------
@@ -238,8 +255,14 @@ class Context:
 
         ``progress`` must increase from one call to the next; a value that does not is
         dropped (the spec forbids sending it). After the request finished, nothing is
-        sent.
+        sent. In a task (docs/tasks.md) nothing is sent: ``message`` (else "progress/total")
+        becomes the task's status message.
         """
+        hook = self._task_hook
+        if hook is not None and hook.task_id is not None and not self._done:
+            text = message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}")
+            await hook.report(flatten_text(text, self._max_text))
+            return
         token = self._progress_token
         if token is None or self._done:
             return
@@ -253,6 +276,48 @@ class Context:
         if message is not None:
             params["message"] = flatten_text(message, self._max_text)
         self._outbound.notify("notifications/progress", params)
+
+    async def close_sse_stream(self) -> bool:
+        """End the HTTP connection of this request's SSE stream now, without ending the
+        request: its later messages and result are stored, and the client reconnects
+        (after the server's ``retry`` interval) with ``Last-Event-ID`` to get them —
+        SSE polling, for long work that should not hold a connection (docs/http.md).
+
+        Only the legacy era over Streamable HTTP at 2025-11-25 (a revision that primes
+        its streams) has this; a request answered with JSON starts its stream here.
+        Returns False, and does nothing, elsewhere (stdio, memory, the modern era,
+        ``json_response=True``, older revisions) and once the request has finished.
+        """
+        if self._done or not isinstance(self._outbound, Notifier):
+            return False
+        return self._outbound.close_stream()
+
+    # --- tasks (docs/tasks.md) --------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (None: it is not a task)."""
+        hook = self._task_hook
+        return hook.task_id if hook is not None else None
+
+    async def start_task(self, *, required: bool = False) -> bool:
+        """Make this call a task from here on, in a tool registered with
+        ``task="deferred"`` (docs/tasks.md): the call is answered now with the task's
+        handle, and the handler goes on in the background (its later questions wait for
+        ``tasks/update``; its log and progress notifications are not sent). Returns True
+        once the call is a task (at once if it already is: ``task=True`` tools).
+
+        Returns False, and the handler goes on as a plain call, when it cannot become one:
+        the client did not declare the tasks extension (or the era is 2025-11-25), or the
+        server's task store is full. With ``required`` it raises instead:
+        ``McpError(-32021)`` naming the extension, or -32603 (HTTP 503) for a full store.
+        Questions asked before (input rounds) keep their answers. Raises ``RuntimeError``
+        outside a call of a tool registered with ``task=``.
+        """
+        hook = self._task_hook
+        if hook is None:
+            raise RuntimeError("ctx.start_task() needs a tool registered with task='deferred' (or task=True)")
+        return await hook.start(required)
 
     # --- asking the client (docs/interactive.md) --------------------------------------------
 

@@ -30,6 +30,7 @@ from ..protocol.errors import (
 )
 from ..protocol.events import RequestId
 from ..protocol.interactive import MRTR_METHODS
+from ..protocol.tasks import TASK_RESULT, Task, TaskIdParams, UpdateTaskParams
 from ..protocol.types import (
     LOG_LEVELS,
     CallToolParams,
@@ -49,8 +50,9 @@ from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIO
 from ..protocol.wire_errors import bounded, internal_error, to_wire_error
 from ..runtime.outbound import Outbound
 from .context import Context
-from .features import completions, logging, prompts, resources, subscriptions, tools
+from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, MrtrParams, NoAsker, ReplayAsker
+from .lifespan import LifespanRunner
 from .registry import CallNext, Middleware, Registry
 from .session import Session
 
@@ -78,6 +80,9 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "resources/subscribe": (ReadResourceParams, subscriptions.subscribe),
     "resources/unsubscribe": (ReadResourceParams, subscriptions.unsubscribe),
     "subscriptions/listen": (subscriptions.ListenParams, subscriptions.listen),
+    "tasks/get": (TaskIdParams, tasks.get_task),
+    "tasks/update": (UpdateTaskParams, tasks.update_task),
+    "tasks/cancel": (TaskIdParams, tasks.cancel_task),
 }
 
 _decode_meta = msgspec.json.Decoder(Params).decode
@@ -129,8 +134,9 @@ class Dispatcher:
     """Serves requests for one server: era resolution, the method table, middleware,
     the handshake, and the error contract."""
 
-    def __init__(self, registry: Registry, info: Implementation, instructions: str | None) -> None:
+    def __init__(self, registry: Registry, info: Implementation, instructions: str | None, lifespan: LifespanRunner) -> None:
         self.registry = registry
+        self._lifespan = lifespan
         self.info = info
         self.instructions = instructions
         self._server_meta = {meta_keys.SERVER_INFO: {"name": info.name, "version": info.version}}
@@ -174,6 +180,7 @@ class Dispatcher:
             max_text=settings.max_error_text,
             asker=asker,
             ask_timeout=settings.ask_timeout,
+            lifespan=self._lifespan.state,
         )
         try:
             if registry.middleware:
@@ -190,6 +197,8 @@ class Dispatcher:
             raise self._wire_error(exc, policy, method) from None
         finally:
             ctx._finish()
+        if isinstance(result, Task) and result.result_type == TASK_RESULT:  # the call became a task (server/tasks.py)
+            return msgspec.structs.replace(result, meta=self._server_meta)
         return policy.finish_result(result, self._server_meta, settings)
 
     def _asker(self, policy: EraPolicy, method: str, params: Any, raw_params: msgspec.Raw, outbound: Outbound) -> Asker:
@@ -202,7 +211,10 @@ class Dispatcher:
         if method not in MRTR_METHODS:
             return NoAsker(method)
         mrtr = _decode(raw_params, MrtrParams)
-        salient = {name: msgspec.to_builtins(getattr(params, name)) for name in params.__struct_fields__ if name != "meta"}
+
+        def salient() -> dict[str, Any]:
+            return {name: msgspec.to_builtins(getattr(params, name)) for name in params.__struct_fields__ if name != "meta"}
+
         identity = CURRENT.get()  # the state is bound to who asked, when authorization says
         subject = identity.principal if identity is not None else None
         return ReplayAsker(self.registry.settings.state_sealer, method, salient, mrtr, subject)
@@ -289,7 +301,7 @@ class Dispatcher:
 
     async def _discover(self, reg: Registry, ctx: Context, params: Any) -> DiscoverResult:
         return DiscoverResult(
-            supported_versions=self.supported_versions, capabilities=reg.capabilities, instructions=self.instructions
+            supported_versions=self.supported_versions, capabilities=reg.modern_capabilities, instructions=self.instructions
         )
 
 

@@ -5,11 +5,13 @@ prompts are called."""
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable
 from typing import Any
 
 from ..runtime.threads import call_handler, is_async_callable
-from .context import Context, context_param
+from .context import Context, callable_target, context_param
+from .injection import Provider, injected_params
 
 __all__ = ["FunctionHandler"]
 
@@ -19,12 +21,20 @@ class FunctionHandler:
     ``**kwargs``), plus the context; ``async def`` (or an object with an async
     ``__call__``) is awaited, a plain function runs on a worker thread."""
 
-    __slots__ = ("accepted", "context_param", "fn", "is_async", "var_kwargs")
+    __slots__ = ("accepted", "context_param", "fn", "injected", "is_async", "var_kwargs")
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], providers: dict[type, Provider] | None = None) -> None:
+        """``providers`` are the types the server fills besides ``Context``
+        (:mod:`.injection`)."""
         self.fn = fn
         self.is_async = is_async_callable(fn)
-        self.context_param = context_param(fn)
+        try:
+            hints = typing.get_type_hints(callable_target(fn), include_extras=True)
+        except Exception:
+            hints = {}
+        self.context_param = context_param(fn, hints)
+        #: Parameters the server fills (the identity, the lifespan state), by name.
+        self.injected = injected_params(hints, providers or {})
         params = inspect.signature(fn).parameters
         self.accepted = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
         self.var_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
@@ -36,4 +46,6 @@ class FunctionHandler:
             kwargs = {k: v for k, v in kwargs.items() if k in self.accepted}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
+        for name, provide in self.injected.items():
+            kwargs[name] = provide(ctx)
         return await call_handler(self.fn, self.is_async, **kwargs)

@@ -1,4 +1,5 @@
-"""How a handler's questions to the client travel, per era (docs/interactive.md).
+"""How a handler's questions to the client travel: per era (docs/interactive.md), and in
+a task (docs/tasks.md).
 
 :class:`~mcpkit.server.context.Context` asks through an asker. In the legacy era
 (:class:`LiveAsker`) each question is a JSON-RPC request to the client, awaited with its
@@ -10,17 +11,23 @@ question without an answer ends the run with :class:`InputRequired`, which the
 dispatcher turns into an ``InputRequiredResult`` listing every question asked together
 (``asyncio.gather``) and the sealed answers so far. Nothing stays on the server between
 rounds, so any node that shares the state key can continue the exchange.
+
+A task's handler (2026-07-28, the tasks extension) asks through a :class:`TaskAsker`:
+each question waits for its answer in a ``tasks/update``, listed meanwhile in the task's
+``inputRequests``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import msgspec
 
-from ..protocol.errors import INVALID_PARAMS, McpError, flatten_text
+from ..protocol.errors import INVALID_PARAMS, McpError, RequestTimeout, flatten_text
 from ..protocol.interactive import InputRequest, InputRequiredResult, decode_answer
 from ..protocol.request_state import StateSealer, request_digest
 from ..protocol.types import Result
@@ -34,6 +41,7 @@ __all__ = [
     "LiveAsker",
     "ReplayAsker",
     "NoAsker",
+    "TaskAsker",
     "MrtrParams",
     "elicitation_schema",
     "content_converter",
@@ -109,12 +117,21 @@ class ReplayAsker:
     """
 
     def __init__(
-        self, sealer: StateSealer, method: str, params: dict[str, Any], mrtr: MrtrParams, subject: str | None = None
+        self,
+        sealer: StateSealer,
+        method: str,
+        params: Callable[[], dict[str, Any]],
+        mrtr: MrtrParams,
+        subject: str | None = None,
     ) -> None:
-        """Raises ``McpError(-32602)`` if ``requestState`` fails verification."""
+        """``params()`` gives the request's salient params (computed only if a state is
+        opened or sealed: most requests never ask anything). Raises ``McpError(-32602)``
+        if ``requestState`` fails verification."""
         self._sealer = sealer
         self._subject = subject
-        self._digest = request_digest(method, params)
+        self._method = method
+        self._params = params
+        self._digest_value: str | None = None
         state = mrtr.request_state
         self._recorded: dict[str, Any] = (
             {} if isinstance(state, msgspec.UnsetType) else sealer.open(state, self._digest, subject=subject)
@@ -123,6 +140,12 @@ class ReplayAsker:
         self._responses: dict[str, Any] = {} if isinstance(responses, msgspec.UnsetType) else responses
         self._answers: dict[str, Any] = {}
         self.pending: dict[str, InputRequest] = {}
+
+    @property
+    def _digest(self) -> str:
+        if self._digest_value is None:
+            self._digest_value = request_digest(self._method, self._params())
+        return self._digest_value
 
     async def ask(self, key: str, method: str, params: dict[str, Any], timeout: float) -> Result:
         """Raises :class:`InputRequired` if the question has no answer yet, and
@@ -146,6 +169,62 @@ class ReplayAsker:
             input_requests=dict(self.pending),
             request_state=self._sealer.seal(self._digest, self._answers, subject=self._subject),
         )
+
+
+class TaskAsker:
+    """A task's questions (docs/tasks.md): each waits, at most ``timeout``, for its answer
+    in a ``tasks/update`` (:meth:`answer`). ``publish(questions)`` is awaited whenever the
+    open questions change, with them by key (``{"method", "params"}`` each), or None when
+    none is left. A key is used once in the task's life: a repeated one gets a suffix."""
+
+    def __init__(self, publish: Callable[[dict[str, Any] | None], Awaitable[None]]) -> None:
+        self._publish = publish
+        self.pending: dict[str, tuple[InputRequest, asyncio.Future[Result]]] = {}
+        self._used: set[str] = set()
+
+    def _unique(self, key: str) -> str:
+        candidate, n = key, 1
+        while candidate in self._used:
+            n += 1
+            candidate = f"{key}~{n}"
+        self._used.add(candidate)
+        return candidate
+
+    def _questions(self) -> dict[str, Any] | None:
+        return {k: msgspec.to_builtins(request) for k, (request, _) in self.pending.items()} or None
+
+    async def ask(self, key: str, method: str, params: dict[str, Any], timeout: float) -> Result:
+        """Raises :class:`~mcpkit.RequestTimeout` after ``timeout`` seconds without an
+        answer (the question is withdrawn). On cancellation the question is dropped."""
+        key = self._unique(key)
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self.pending[key] = (InputRequest(method=method, params=params), future)
+        await self._publish(self._questions())
+        try:
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
+            if self.pending.pop(key, None) is not None:
+                await self._publish(self._questions())
+            raise RequestTimeout(None) from None
+        finally:
+            self.pending.pop(key, None)
+
+    async def answer(self, responses: dict[str, Any]) -> None:
+        """Give the open questions named in ``responses`` their answers; other keys are
+        ignored. Raises ``McpError(-32602)``, answering none, if an answer does not have
+        its question's shape."""
+        typed: dict[str, Result] = {}
+        for key, answer in responses.items():
+            entry = self.pending.get(key)
+            if entry is not None and not entry[1].done():
+                typed[key] = decode_answer(entry[0].method, answer, f"inputResponses.{flatten_text(key, 64)}")
+        if not typed:
+            return
+        for key, value in typed.items():
+            _, future = self.pending.pop(key)
+            future.set_result(value)
+        await self._publish(self._questions())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -14,11 +14,14 @@ import msgspec
 from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.request_state import StateSealer
+from ..protocol.tasks import TASKS_EXTENSION
+from ..stores.tasks import InMemoryTaskStore
 from .changes import ChangeHub
 from .context import Context
 from .features.prompts import PromptDef
 from .features.resources import ResourceDef, TemplateDef
 from .features.tools import ToolDef
+from .tasks import TaskManager
 
 __all__ = ["Registry", "Settings", "Setting", "Middleware", "CallNext"]
 
@@ -51,6 +54,8 @@ class Settings:
     page_size: int = 1000
     cache_ttl_ms: int = 0
     cache_scope: Literal["public", "private"] = "private"
+    #: Seconds a tool may run unless it sets its own limit (None: no limit).
+    tool_timeout: float | None = None
     #: Seconds a handler waits for the client's answer to a legacy-era question.
     ask_timeout: float = 300.0
     #: Signs and checks modern-era ``requestState`` (set by ``Server``).
@@ -83,10 +88,12 @@ class Registry:
     """The server's registered features; registration raises ``ValueError`` for a
     duplicate name or URI."""
 
-    def __init__(self, settings: Settings, hub: ChangeHub) -> None:
+    def __init__(self, settings: Settings, hub: ChangeHub, tasks: TaskManager | None = None) -> None:
         self.settings = settings
         #: Where list changes and resource updates are published and fanned out.
         self.hub = hub
+        #: The tasks of the tasks extension (docs/tasks.md).
+        self.tasks = tasks if tasks is not None else TaskManager(InMemoryTaskStore(), hub, settings)
         self.tools: dict[str, ToolDef] = {}
         self.resources: dict[str, ResourceDef] = {}
         self.templates: list[TemplateDef] = []
@@ -233,4 +240,14 @@ class Registry:
             caps["prompts"] = {"listChanged": True}
         if self.completions or self.prompts or self.templates:
             caps["completions"] = {}
+        return caps
+
+    @property
+    def modern_capabilities(self) -> dict[str, Any]:
+        """:attr:`capabilities`, plus the extensions of the 2026-07-28 era: tasks, when a
+        tool runs as one (docs/tasks.md)."""
+        caps = self.capabilities
+        tools = [*self.tools.values(), *(td for (kind, _), td in self.disabled.items() if kind == "tool")]
+        if any(td.task is not None for td in tools):
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps

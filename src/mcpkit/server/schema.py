@@ -8,12 +8,16 @@ pydantic is installed).
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import enum
 import inspect
+import pathlib
 import re
 import sys
 import types
 import typing
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
@@ -28,6 +32,7 @@ __all__ = [
     "parse_docstring",
     "Converter",
     "converter_for",
+    "encode_hook",
 ]
 
 _NoneType = type(None)
@@ -84,6 +89,22 @@ _PLAIN_SCHEMAS: dict[Any, dict[str, Any]] = {
 }
 
 
+#: Types people write every day that JSON carries as strings, with their formats
+#: (msgspec converts them both ways; a ``Path`` is its string).
+_STRING_TYPES: dict[Any, dict[str, Any]] = {
+    datetime.datetime: {"type": "string", "format": "date-time"},
+    datetime.date: {"type": "string", "format": "date"},
+    datetime.time: {"type": "string", "format": "time"},
+    datetime.timedelta: {"type": "string", "format": "duration"},
+    uuid.UUID: {"type": "string", "format": "uuid"},
+    decimal.Decimal: {"type": ["string", "number"], "format": "decimal"},
+    bytes: {"type": "string", "contentEncoding": "base64"},
+    bytearray: {"type": "string", "contentEncoding": "base64"},
+    pathlib.Path: {"type": "string"},
+    pathlib.PurePath: {"type": "string"},
+}
+
+
 def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     """The JSON Schema of values of ``tp``; shared definitions go into ``defs``.
 
@@ -95,6 +116,8 @@ def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         plain = _PLAIN_SCHEMAS.get(tp)
     except TypeError:  # an unhashable annotation
         plain = None
+    if plain is None:
+        plain = _STRING_TYPES.get(tp) if isinstance(tp, type) else None
     if plain is not None:
         return dict(plain)
     origin = typing.get_origin(tp)
@@ -234,6 +257,24 @@ def _is_plain(tp: Any) -> bool:
     return origin is Literal
 
 
+def _not_a_path(value: Any) -> Any:
+    raise ValueError(f"expected a path string, not {type(value).__name__}")
+
+
+def _decode_hook(tp: type, value: Any) -> Any:
+    """Types msgspec does not convert itself (a ``Path`` inside a structure)."""
+    if isinstance(tp, type) and issubclass(tp, pathlib.PurePath) and isinstance(value, str):
+        return tp(value)
+    raise NotImplementedError
+
+
+def encode_hook(value: Any) -> Any:
+    """What msgspec does not encode itself, as JSON: paths as strings."""
+    if isinstance(value, pathlib.PurePath):
+        return str(value)
+    raise NotImplementedError(f"objects of type {type(value).__name__} are not JSON")
+
+
 def converter_for(tp: Any) -> Converter | None:
     """A function turning validated JSON into a value of ``tp``, or None when the JSON
     value can be passed as is. Converters raise ``ValueError`` on values they reject."""
@@ -247,8 +288,10 @@ def converter_for(tp: Any) -> Converter | None:
         adapter = pydantic.TypeAdapter(tp)
         return adapter.validate_python
     bare = _strip_annotated(tp)
+    if isinstance(bare, type) and issubclass(bare, pathlib.PurePath):
+        return lambda v: bare(v) if isinstance(v, str) else _not_a_path(v)
 
     def convert(value: Any) -> Any:
-        return msgspec.convert(value, bare, strict=False)
+        return msgspec.convert(value, bare, strict=False, dec_hook=_decode_hook)
 
     return convert

@@ -8,6 +8,7 @@ the request handlers per feature, :mod:`.context` is what handlers see.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -19,11 +20,13 @@ from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
 from ..protocol.request_state import StateSealer
-from ..protocol.types import Implementation, Resource, ResourceTemplate, ToolAnnotations
+from ..protocol.types import Icon, Implementation, Resource, ResourceTemplate, ToolAnnotations
 from ..protocol.versions import Era
 from ..runtime.outbound import Outbound
 from ..runtime.peer import Peer, check_timeout
+from ..runtime.tracing import TracingOption, check_tracing, trace_server_requests
 from ..stores.bus import InMemoryBus, SubscriptionBus
+from ..stores.tasks import InMemoryTaskStore, TaskStore
 from ..transports.base import Transport
 from ..transports.stdio import ServerStdio
 from .changes import ChangeHub, Subscriber
@@ -32,9 +35,12 @@ from .dispatch import Dispatcher
 from .features.prompts import PromptDef
 from .features.resources import ResourceDef, TemplateDef, is_valid_uri
 from .features.tools import tool_from_function, tool_from_schema
+from .injection import lifespan_state_type, providers
+from .lifespan import Lifespan, LifespanError, LifespanRunner
 from .registry import CallNext, Middleware, Registry, Setting, Settings
 from .schema import parse_docstring
 from .session import Session
+from .tasks import TaskManager, task_mode
 
 if TYPE_CHECKING:
     from ..transports.http.server.app import StreamableHTTPApp
@@ -59,6 +65,22 @@ class _Named(msgspec.Struct):
 _decode_named = msgspec.json.Decoder(_Named).decode
 
 
+def _icons(icons: Sequence[Icon | Mapping[str, Any]] | None) -> list[Icon] | None:
+    """Icons as wire structs (a mapping is converted). Raises ``ValueError`` for one
+    without a ``src``."""
+    if not icons:
+        return None
+    try:
+        return [i if isinstance(i, Icon) else msgspec.convert(i, Icon) for i in icons]
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"invalid icon: {exc}") from None
+
+
+def _check_limit(seconds: float | None) -> float | None:
+    """A time limit in seconds (None: none). Raises ``ValueError`` unless positive."""
+    return None if seconds is None else check_timeout(seconds)
+
+
 def _state_key(key: bytes | str | None) -> bytes:
     """The ``requestState`` signing key as bytes (a random one for None)."""
     if key is None:
@@ -80,6 +102,17 @@ class Server:
     in ``requestState``, signed with ``state_key`` (at least 16 bytes; default: random per
     process — give every node of a deployment the same key, e.g. from the environment) and
     valid for ``state_ttl`` seconds (default 600).
+
+    Tracing (docs/tracing.md): ``tracing=None`` (default) makes an OpenTelemetry span per
+    request when the application has set a tracer provider; True always (``ImportError``
+    without ``mcpkit[otel]``); False never; a ``TracerProvider`` traces with that
+    provider instead of the global one.
+
+    Tasks (docs/tasks.md): tools registered with ``task=True`` run in the background for
+    clients of the tasks extension. They are kept in ``task_store`` (default: an
+    :class:`~mcpkit.InMemoryTaskStore` of at most 10,000 tasks) for ``task_ttl`` seconds
+    from their creation (default 3600), and clients are told to poll every
+    ``task_poll_interval`` seconds (default 1).
     """
 
     eras = Setting[Literal["dual", "modern", "legacy"]]()
@@ -90,6 +123,7 @@ class Server:
     cache_ttl_ms = Setting[int]()
     cache_scope = Setting[Literal["public", "private"]]()
     ask_timeout = Setting[float]()
+    tool_timeout = Setting[float | None]()
 
     def __init__(
         self,
@@ -110,9 +144,15 @@ class Server:
         shutdown_grace: float = 2.0,
         max_in_flight: int = 256,
         ask_timeout: float = 300.0,
+        tool_timeout: float | None = None,
         state_key: bytes | str | None = None,
         state_ttl: float = 600.0,
         bus: SubscriptionBus | None = None,
+        lifespan: Lifespan | None = None,
+        tracing: TracingOption = None,
+        task_store: TaskStore | None = None,
+        task_ttl: float = 3600.0,
+        task_poll_interval: float = 1.0,
     ) -> None:
         if eras not in ("dual", "modern", "legacy"):
             raise ValueError("eras must be 'dual', 'modern' or 'legacy'")
@@ -136,10 +176,26 @@ class Server:
             cache_ttl_ms=cache_ttl_ms,
             cache_scope=cache_scope,
             ask_timeout=check_timeout(ask_timeout),
+            tool_timeout=_check_limit(tool_timeout),
             state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
         )
-        self._registry = Registry(settings, ChangeHub(bus if bus is not None else InMemoryBus()))
-        self._dispatcher = Dispatcher(self._registry, self.info, instructions)
+        hub = ChangeHub(bus if bus is not None else InMemoryBus())
+        tasks = TaskManager(
+            task_store if task_store is not None else InMemoryTaskStore(),
+            hub,
+            settings,
+            ttl=check_timeout(task_ttl),
+            poll_interval=check_timeout(task_poll_interval),
+        )
+        self._registry = Registry(settings, hub, tasks)
+        self._lifespan = LifespanRunner(self, lifespan)
+        self._dispatcher = Dispatcher(self._registry, self.info, instructions, self._lifespan)
+        if check_tracing(tracing) is not False:  # a span per request (docs/tracing.md)
+            self._dispatcher.handle = trace_server_requests(  # type: ignore[method-assign,assignment]
+                self._dispatcher.handle, tracing, lambda: self.eras != "legacy"
+            )
+        #: The types handlers may ask for by annotation (docs/lifespan.md).
+        self._providers = providers(lifespan_state_type(lifespan))
 
     # --- authorization (docs/auth.md) --------------------------------------------------
 
@@ -217,6 +273,14 @@ class Server:
 
         return stop
 
+    def running(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Hold this server's lifespan up for the duration (``async with
+        server.running() as state:``): entered by the first user, exited after the last.
+        ``serve``, ``run`` and the ASGI app's lifespan use it; use it yourself to run
+        the lifespan around something else (a test, a host application). Raises
+        :class:`LifespanError` if the lifespan fails to start."""
+        return self._lifespan.running()
+
     def shutdown(self) -> None:
         """End every open modern subscription gracefully (answered, then closed); the
         HTTP app calls it when its server stops."""
@@ -239,6 +303,9 @@ class Server:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        timeout: float | None = None,
+        task: bool | Literal["optional", "required", "deferred"] = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -253,26 +320,46 @@ class Server:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        timeout: float | None = None,
+        task: bool | Literal["optional", "required", "deferred"] = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
+        ``timeout`` (seconds) cancels a call that runs longer, answering it with a tool
+        error that says so (default: ``Server(tool_timeout=...)``, else no limit); a
+        plain ``def`` tool cannot be interrupted — its thread runs on and its result is
+        dropped. ``scopes`` are the OAuth scopes a caller needs over protected HTTP
+        (docs/auth.md).
+
+        ``task=True`` runs each call as a task (docs/tasks.md) when the client declared
+        the tasks extension: the call is answered at once with the task's handle and the
+        tool goes on in the background (a plain call for other clients);
+        ``task="required"`` refuses other clients with -32021; ``task="deferred"`` makes
+        the call a task when the handler calls ``await ctx.start_task()``.
+
         Raises ``TypeError`` if the signature cannot be described as JSON Schema and
-        ``ValueError`` if a tool of that name exists.
+        ``ValueError`` if a tool of that name exists, ``timeout`` is not positive or
+        ``task`` is not one of those values.
         """
+        mode = task_mode(task)
 
         def register(f: F) -> F:
-            self._add_scopes("tool", name or callable_name(f), scopes)
-            self._registry.add_tool(
-                tool_from_function(
-                    f,
-                    name=name,
-                    title=title,
-                    description=description,
-                    annotations=annotations,
-                    structured_output=structured_output,
-                    meta=meta,
-                )
+            td = tool_from_function(
+                f,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                structured_output=structured_output,
+                meta=meta,
+                providers=self._providers,
             )
+            td.timeout = _check_limit(timeout)
+            td.task = mode
+            td.tool.icons = _icons(icons)
+            self._add_scopes("tool", td.name, scopes)
+            self._registry.add_tool(td)
             return f
 
         return register(fn) if fn is not None else register
@@ -289,24 +376,30 @@ class Server:
         annotations: ToolAnnotations | Mapping[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        timeout: float | None = None,
+        task: bool | Literal["optional", "required", "deferred"] = False,
     ) -> None:
         """Register a tool from a raw JSON Schema (2020-12 unless ``$schema`` says
         otherwise). ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the
-        validated arguments dict. Raises ``ValueError`` for an invalid schema or a
-        duplicate name."""
-        self._add_scopes("tool", name, scopes)
-        self._registry.add_tool(
-            tool_from_schema(
-                name,
-                description,
-                input_schema,
-                handler,
-                title=title,
-                output_schema=output_schema,
-                annotations=annotations,
-                meta=meta,
-            )
+        validated arguments dict; ``task`` as for :meth:`tool`. Raises ``ValueError`` for
+        an invalid schema or a duplicate name."""
+        mode = task_mode(task)
+        td = tool_from_schema(
+            name,
+            description,
+            input_schema,
+            handler,
+            title=title,
+            output_schema=output_schema,
+            annotations=annotations,
+            meta=meta,
         )
+        td.timeout = _check_limit(timeout)
+        td.task = mode
+        td.tool.icons = _icons(icons)
+        self._add_scopes("tool", name, scopes)
+        self._registry.add_tool(td)
 
     def resource(
         self,
@@ -319,6 +412,7 @@ class Server:
         size: int | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource; a ``uri`` with ``{placeholders}`` registers an RFC 6570
         resource template whose variables are passed as keyword arguments.
@@ -334,14 +428,29 @@ class Server:
             fn_name = name or callable_name(fn)
             if "{" in uri:
                 tpl = ResourceTemplate(
-                    uri_template=uri, name=fn_name, title=title, description=desc, mime_type=mime_type, meta=meta
+                    uri_template=uri,
+                    name=fn_name,
+                    title=title,
+                    description=desc,
+                    mime_type=mime_type,
+                    icons=_icons(icons),
+                    meta=meta,
                 )
-                self._registry.add_template(TemplateDef(tpl, fn))
+                self._registry.add_template(TemplateDef(tpl, fn, self._providers))
             else:
                 if not is_valid_uri(uri):
                     raise ValueError(f"invalid resource URI {uri!r}")
-                res = Resource(uri=uri, name=fn_name, title=title, description=desc, mime_type=mime_type, size=size, meta=meta)
-                self._registry.add_resource(ResourceDef(res, fn))
+                res = Resource(
+                    uri=uri,
+                    name=fn_name,
+                    title=title,
+                    description=desc,
+                    mime_type=mime_type,
+                    size=size,
+                    icons=_icons(icons),
+                    meta=meta,
+                )
+                self._registry.add_resource(ResourceDef(res, fn, self._providers))
             return fn
 
         return register
@@ -359,6 +468,7 @@ class Server:
         description: str | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -371,13 +481,16 @@ class Server:
         description: str | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a prompt. Its arguments are the function's parameters (strings);
         it returns a string (one user message), messages, or a ``GetPromptResult``."""
 
         def register(f: F) -> F:
             self._add_scopes("prompt", name or callable_name(f), scopes)
-            self._registry.add_prompt(PromptDef(f, name=name, title=title, description=description, meta=meta))
+            pd = PromptDef(f, name=name, title=title, description=description, meta=meta, providers=self._providers)
+            pd.prompt.icons = _icons(icons)
+            self._registry.add_prompt(pd)
             return f
 
         return register(fn) if fn is not None else register
@@ -453,7 +566,10 @@ class Server:
         ``max_connections``, or any ``uvicorn.Config`` argument) to the server. Raises
         ``ImportError`` for HTTP if uvicorn is not installed (``pip install 'mcpkit[http]'``)."""
         if transport == "stdio":
-            asyncio.run(self.serve_stdio())
+            try:
+                asyncio.run(self.serve_stdio())
+            except LifespanError as exc:
+                raise SystemExit(f"{self.info.name}: {exc}") from exc
         elif transport == "http":
             from ..transports.http.server.uvicorn import run_uvicorn
 
@@ -469,7 +585,13 @@ class Server:
         ``allowed_origins``, ``dns_rebinding_protection`` (None = on when bound to a
         loopback address), ``max_body_size`` (4 MiB), ``event_store``,
         ``session_idle_timeout``, ``max_sessions``, ``max_session_requests`` (100),
-        ``body_timeout`` (None), ``keepalive_interval``. The limits are in docs/limits.md."""
+        ``body_timeout`` (None), ``keepalive_interval``, ``retry_interval`` (1.0 s: the
+        ``retry`` of legacy SSE streams), ``error_status`` (``"spec"``, or ``"400"`` for
+        the TypeScript SDK's clients: docs/http.md), ``session_store`` (where legacy
+        sessions live: this process by default; shared by several nodes with
+        ``RedisStore.sessions``, with a shared ``event_store``: docs/deploy.md),
+        ``health_path`` (None; ``"/healthz"`` serves liveness there and readiness at
+        ``/healthz/ready``). The limits are in docs/limits.md."""
         from ..transports.http.server.app import StreamableHTTPApp
 
         return StreamableHTTPApp(self, path=path, **options)
@@ -501,13 +623,21 @@ class Server:
             max_message_size=self.max_message_size,
             max_in_flight=self.max_in_flight,
         )
-        await peer.start()
-        disconnect = self.connect(session, peer)
         try:
-            await asyncio.shield(peer.closed)
-            session.end()  # open subscriptions of this connection end now, not after the grace
-            await disconnect()
-            await peer.wait_handlers(self.shutdown_grace)
-        finally:
-            await peer.wait_handlers(0)
+            await self._lifespan.enter()
+        except BaseException:
             await transport.close()
+            raise
+        try:
+            await peer.start()
+            disconnect = self.connect(session, peer)
+            try:
+                await asyncio.shield(peer.closed)
+                session.end()  # open subscriptions of this connection end now, not after the grace
+                await disconnect()
+                await peer.wait_handlers(self.shutdown_grace)
+            finally:
+                await peer.wait_handlers(0)
+                await transport.close()
+        finally:
+            await self._lifespan.exit()

@@ -1,4 +1,4 @@
-"""Shared state for several nodes (sessions, event streams, subscriptions).
-
-Empty until its issue lands; listed so that the layering rules already cover it.
+"""Shared state behind small protocols: the subscription bus, the task store, the session
+store; in-memory implementations for one process, and ``stores.redis`` for several nodes
+(docs/deploy.md). Stores know no transport, server or client.
 """

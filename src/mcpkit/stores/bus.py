@@ -1,17 +1,17 @@
 """The subscription bus: how a change made in one process reaches the subscribers
 connected to every process of a deployment (docs/subscriptions.md).
 
-A server publishes :class:`Change` events — a list changed, a resource was updated —
-and every process's hub receives them and fans them out to its own subscribers. The
-default, :class:`InMemoryBus`, serves one process; a shared store (Redis, in the
-multi-node work) implements the same two methods.
+A server publishes :class:`Change` events — a list changed, a resource was updated, a
+task's status changed — and every process's hub receives them and fans them out to its
+own subscribers. The default, :class:`InMemoryBus`, serves one process; a shared store
+(Redis, in the multi-node work) implements the same two methods.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 __all__ = ["Change", "ChangeKind", "Listener", "SubscriptionBus", "InMemoryBus"]
@@ -19,16 +19,20 @@ __all__ = ["Change", "ChangeKind", "Listener", "SubscriptionBus", "InMemoryBus"]
 log = logging.getLogger("mcpkit.stores")
 
 #: ``tools``, ``prompts`` and ``resources``: that list changed; ``resource``: the resource
-#: ``uri`` was updated.
-ChangeKind = Literal["tools", "prompts", "resources", "resource"]
+#: ``uri`` was updated; ``task``: the task ``uri`` (its id) changed status.
+ChangeKind = Literal["tools", "prompts", "resources", "resource", "task"]
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One change: a list (``kind`` names it) or one resource (``kind="resource"``, ``uri``)."""
+    """One change: a list (``kind`` names it), one resource (``kind="resource"``, ``uri``)
+    or one task (``kind="task"``, ``uri`` its id, ``payload`` its state as JSON). Changes
+    compare without their payload: two of the same task are the same change, the later
+    one newer."""
 
     kind: ChangeKind
     uri: str | None = None
+    payload: bytes | None = field(default=None, compare=False)
 
 
 Listener = Callable[[Change], None]

@@ -6,6 +6,7 @@ base), :class:`Servable` (what an in-memory connection serves) and
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -63,6 +64,10 @@ class RequestHandler(Protocol):
 
     def all_scopes(self) -> set[str]:
         """Every scope some feature requires (for the authorization metadata)."""
+        ...
+
+    def running(self) -> AbstractAsyncContextManager[Any]:
+        """Hold the server's lifespan up for the duration (the ASGI lifespan)."""
         ...
 
     def shutdown(self) -> None:

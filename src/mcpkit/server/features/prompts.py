@@ -24,6 +24,7 @@ from ...protocol.types import (
 )
 from ..context import Context, callable_name, callable_target
 from ..handler import FunctionHandler
+from ..injection import Provider
 from ..schema import parse_docstring
 
 if TYPE_CHECKING:
@@ -43,13 +44,15 @@ class PromptDef:
         title: str | None,
         description: str | None,
         meta: dict[str, Any] | None = None,
+        providers: dict[type, Provider] | None = None,
     ) -> None:
-        self.handler = FunctionHandler(fn)
+        self.handler = FunctionHandler(fn, providers)
         summary, docs = parse_docstring(callable_target(fn).__doc__ or fn.__doc__)
         args = []
         self.required: list[str] = []
         for pname, p in inspect.signature(fn).parameters.items():
-            if pname == self.handler.context_param or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            injected = pname == self.handler.context_param or pname in self.handler.injected
+            if injected or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
                 continue
             required = p.default is p.empty
             if required:

@@ -23,6 +23,7 @@ from ...protocol.types import (
 )
 from ..context import Context
 from ..handler import FunctionHandler
+from ..injection import Provider
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -120,18 +121,18 @@ class UriTemplate:
 class ResourceDef:
     """A resource with a fixed URI."""
 
-    def __init__(self, resource: Resource, fn: Callable[..., Any]) -> None:
+    def __init__(self, resource: Resource, fn: Callable[..., Any], providers: dict[type, Provider] | None = None) -> None:
         self.resource = resource
-        self.handler = FunctionHandler(fn)
+        self.handler = FunctionHandler(fn, providers)
 
 
 class TemplateDef:
     """A family of resources whose URIs match an RFC 6570 template."""
 
-    def __init__(self, template: ResourceTemplate, fn: Callable[..., Any]) -> None:
+    def __init__(self, template: ResourceTemplate, fn: Callable[..., Any], providers: dict[type, Provider] | None = None) -> None:
         self.template = template
         self.uri_template = UriTemplate(template.uri_template)
-        self.handler = FunctionHandler(fn)
+        self.handler = FunctionHandler(fn, providers)
         missing = set(self.uri_template.variables) - self.handler.accepted
         if missing and not self.handler.var_kwargs:
             raise TypeError(f"resource template {template.uri_template!r}: handler lacks parameters {sorted(missing)}")

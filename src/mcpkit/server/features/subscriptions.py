@@ -5,7 +5,8 @@ A legacy connection hears every list change once initialized, and the updates of
 resources it subscribed to; the delivery is set up by the transport that owns the
 connection (:meth:`mcpkit.Server.connect`). A modern ``subscriptions/listen`` request is
 itself the stream: it is acknowledged first, then carries the notifications its filter
-asks for, each tagged with its subscription id, until the client cancels it or the
+asks for (``taskIds``: the status of those tasks, ``notifications/tasks``, for a client
+of the tasks extension), each tagged with its subscription id, until the client cancels it or the
 server shuts down (then it is answered, the graceful end).
 """
 
@@ -17,10 +18,12 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ...protocol.errors import INVALID_PARAMS, McpError, echo, flatten_text
+from ...protocol.tasks import declares_tasks, missing_tasks_extension
 from ...protocol.types import EmptyResult, Params, ReadResourceParams
 from ..changes import Subscriber
 from ..context import Context
 from ..session import Session
+from ..tasks import MAX_WATCHED_TASKS
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -45,6 +48,7 @@ class NotificationFilter(msgspec.Struct, kw_only=True, rename="camel"):
     prompts_list_changed: bool = False
     resources_list_changed: bool = False
     resource_subscriptions: list[str] = []
+    task_ids: list[str] = []
 
 
 class ListenParams(Params, kw_only=True):
@@ -78,15 +82,26 @@ async def unsubscribe(reg: Registry, ctx: Context, params: ReadResourceParams) -
 async def listen(reg: Registry, ctx: Context, params: ListenParams) -> Any:
     """Modern: acknowledge, then deliver what the filter names until cancelled (no
     response) or until the server shuts down (a result, the graceful end). Raises
-    ``McpError(-32602)`` for more than :data:`MAX_URIS` resources."""
+    ``McpError(-32602)`` for more than :data:`MAX_URIS` resources or
+    :data:`MAX_WATCHED_TASKS` tasks, -32021 for ``taskIds`` from a client that did not
+    declare the tasks extension. Of the tasks, it agrees to those the client may see."""
     wanted = params.notifications
     uris = list(dict.fromkeys(wanted.resource_subscriptions))
     if len(uris) > MAX_URIS:
         raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_URIS} resourceSubscriptions per subscription")
+    task_ids: list[str] = []
+    if wanted.task_ids:
+        if not declares_tasks(ctx.client_capabilities):
+            raise missing_tasks_extension("notifications/tasks")
+        if len(wanted.task_ids) > MAX_WATCHED_TASKS:
+            raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_WATCHED_TASKS} taskIds per subscription")
+        task_ids = await reg.tasks.visible(ctx, wanted.task_ids)
     meta = {SUBSCRIPTION_ID: ctx.request_id}
     honored: dict[str, Any] = {field: True for field, (_, attr) in _LIST_FIELDS.items() if getattr(wanted, attr)}
     if uris:
         honored["resourceSubscriptions"] = uris
+    if wanted.task_ids:
+        honored["taskIds"] = task_ids
     outbound = ctx._outbound
 
     def emit(method: str, body: dict[str, Any]) -> None:
@@ -94,7 +109,7 @@ async def listen(reg: Registry, ctx: Context, params: ListenParams) -> Any:
 
     emit("notifications/subscriptions/acknowledged", {"notifications": honored})
     lists = [kind for field, (kind, _) in _LIST_FIELDS.items() if honored.get(field)]
-    subscriber = Subscriber(emit, lists=lists, uris=set(uris), drain=getattr(outbound, "drain", None))
+    subscriber = Subscriber(emit, lists=lists, uris=set(uris), drain=getattr(outbound, "drain", None), tasks=task_ids)
     hub = reg.hub
     hub.add(subscriber)
     closing = asyncio.ensure_future(hub.wait_closing())

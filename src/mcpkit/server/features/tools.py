@@ -12,7 +12,7 @@ import inspect
 import logging
 import os
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -27,6 +27,7 @@ from ...protocol.types import (
     ImageContent,
     ListToolsResult,
     ResourceLink,
+    Result,
     TextContent,
     Tool,
     ToolAnnotations,
@@ -34,8 +35,10 @@ from ...protocol.types import (
 from ...protocol.wire_errors import has_status
 from ...runtime.threads import is_async_callable, run_sync
 from ..context import Context, callable_name, callable_target, context_param
+from ..injection import Provider, injected_params
 from ..interaction import InputRequired
-from ..schema import converter_for, is_structured, parse_docstring, type_schema
+from ..schema import converter_for, encode_hook, is_structured, parse_docstring, type_schema
+from ..tasks import TaskMode
 from ..validate import SchemaError, Validator, compile_schema
 
 if TYPE_CHECKING:
@@ -54,12 +57,15 @@ class ToolDef:
     __slots__ = (
         "context_param",
         "fn",
+        "injected",
         "is_async",
         "name",
         "output_validator",
         "params",
         "raw",
+        "task",
         "tool",
+        "timeout",
         "validator",
         "var_kwargs",
         "wrap_result",
@@ -88,6 +94,12 @@ class ToolDef:
         self.validator: Validator = compile_schema(tool.input_schema, trusted=not raw)
         self.output_validator = compile_schema(tool.output_schema, trusted=not raw) if tool.output_schema is not None else None
         self.wrap_result = wrap_result
+        #: Parameters the server fills (the identity, the lifespan state), by name.
+        self.injected: dict[str, Provider] = {}
+        #: Seconds the tool may run (None: the server's default, ``Server(tool_timeout=...)``).
+        self.timeout: float | None = None
+        #: Whether it runs as a task for clients of the tasks extension (server/tasks.py).
+        self.task: TaskMode = None
 
     def check_arguments(self, arguments: Any, limit: int) -> None:
         """Raise ``McpError(-32602)`` with one concise reason if the arguments do not
@@ -118,11 +130,34 @@ class ToolDef:
                 kwargs[name] = value
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
+        for pname, provide in self.injected.items():
+            kwargs[pname] = provide(ctx)
         return kwargs
 
-    async def call(self, arguments: dict[str, Any], ctx: Context, *, mask: bool, limit: int) -> CallToolResult:
+    async def call(
+        self, arguments: dict[str, Any], ctx: Context, *, mask: bool, limit: int, timeout: float | None = None
+    ) -> CallToolResult:
         """Run the tool. Tool failures become ``isError`` results; ``McpError`` and
-        HTTP-status exceptions propagate. Cancellation propagates."""
+        HTTP-status exceptions propagate. Cancellation propagates.
+
+        Past its time limit (``self.timeout``, else ``timeout``) the tool is cancelled
+        and the call fails with an ``isError`` result saying so. A plain ``def`` tool
+        cannot be stopped: its thread runs on and its result is dropped."""
+        seconds = self.timeout if self.timeout is not None else timeout
+        if seconds is None:
+            return await self._run(arguments, ctx, mask=mask, limit=limit)
+        deadline = asyncio.timeout(seconds)
+        try:
+            async with deadline:
+                return await self._run(arguments, ctx, mask=mask, limit=limit)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            log.warning("tool %r ran past its time limit of %g s and was cancelled", self.name, seconds)
+            text = f"Tool '{flatten_text(self.name, 256)}' timed out after {seconds:g} s"
+            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+
+    async def _run(self, arguments: dict[str, Any], ctx: Context, *, mask: bool, limit: int) -> CallToolResult:
         self.check_arguments(arguments, limit)
         if self.raw:
             args: tuple[Any, ...] = (arguments, ctx) if self.context_param else (arguments,)
@@ -155,7 +190,7 @@ class ToolDef:
 
     def _check_output(self, result: CallToolResult) -> None:
         assert self.output_validator is not None
-        if result.structured_content is msgspec.UNSET:
+        if result.structured_content is None:
             reason = "no structuredContent"
         else:
             reason = self.output_validator.describe(result.structured_content, "field") or ""
@@ -210,9 +245,9 @@ def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) 
     if value is None and not structured:
         return CallToolResult(content=[])
     data = _to_builtins(value)
+    text = data if isinstance(data, str) else _json.encode(data).decode()  # the value itself, for the model
     if wrap:
         data = {"result": data}
-    text = data if isinstance(data, str) else _json.encode(data).decode()
     if structured:
         return CallToolResult(content=[TextContent(text=text)], structured_content=data)
     return CallToolResult(content=[TextContent(text=text)])
@@ -222,7 +257,7 @@ def _to_builtins(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     if dump is not None and callable(dump):  # a pydantic model
         return dump(mode="json", by_alias=True)
-    return msgspec.to_builtins(value)
+    return msgspec.to_builtins(value, enc_hook=encode_hook)
 
 
 def tool_from_function(
@@ -234,6 +269,7 @@ def tool_from_function(
     annotations: ToolAnnotations | Mapping[str, Any] | None = None,
     structured_output: bool | None = None,
     meta: dict[str, Any] | None = None,
+    providers: dict[type, Provider] | None = None,
 ) -> ToolDef:
     """Describe a plain or async function as a tool.
 
@@ -251,8 +287,10 @@ def tool_from_function(
     except Exception as exc:
         raise TypeError(f"cannot resolve type hints of {fn!r}: {exc}") from None
     ctx_param = context_param(fn, hints)
+    injected = injected_params(hints, providers or {})
     summary, param_docs = parse_docstring(target.__doc__ or fn.__doc__)
-    input_schema, converters, var_kwargs = _input_schema(sig, hints, ctx_param, param_docs, fn_name)
+    skip = {ctx_param, *injected} - {None}
+    input_schema, converters, var_kwargs = _input_schema(sig, hints, skip, param_docs, fn_name)
     output_schema, wrap = _output_schema(hints.get("return", inspect.Parameter.empty), structured_output)
     if isinstance(annotations, Mapping):
         annotations = msgspec.convert(annotations, ToolAnnotations, from_attributes=False)
@@ -265,11 +303,13 @@ def tool_from_function(
         annotations=annotations,
         meta=meta,
     )
-    return ToolDef(tool, fn, raw=False, context_param=ctx_param, params=converters, var_kwargs=var_kwargs, wrap_result=wrap)
+    td = ToolDef(tool, fn, raw=False, context_param=ctx_param, params=converters, var_kwargs=var_kwargs, wrap_result=wrap)
+    td.injected = injected
+    return td
 
 
 def _input_schema(
-    sig: inspect.Signature, hints: dict[str, Any], ctx_param: str | None, param_docs: dict[str, str], fn_name: str
+    sig: inspect.Signature, hints: dict[str, Any], skip: set[str | None], param_docs: dict[str, str], fn_name: str
 ) -> tuple[dict[str, Any], dict[str, Callable[[Any], Any] | None], bool]:
     """The input schema of a function's parameters, a converter per parameter, and
     whether it takes ``**kwargs``. Raises ``TypeError`` as :func:`tool_from_function`."""
@@ -279,7 +319,7 @@ def _input_schema(
     converters: dict[str, Callable[[Any], Any] | None] = {}
     var_kwargs = False
     for pname, p in sig.parameters.items():
-        if pname == ctx_param:
+        if pname in skip:  # filled by the server, not by the client
             continue
         if p.kind is p.VAR_KEYWORD:
             var_kwargs = True
@@ -323,12 +363,15 @@ def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, 
         schema = dict(type_schema(ret, defs))
         ref = schema.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/") and len(schema) == 1:
-            # Clients validate outputSchema as an object schema at the root: inline it.
+            # Clients validate outputSchema as an object schema at the root: inline it,
+            # and keep it under $defs only if something still refers to it.
             schema = dict(defs[ref[8:]])
+            if ref not in _json.encode([schema, {k: v for k, v in defs.items() if k != ref[8:]}]).decode():
+                del defs[ref[8:]]
         if defs:
             schema["$defs"] = defs
         return schema, False
-    if not structured_output:
+    if structured_output is None and not _wrapped_by_default(ret):
         return None, False
     defs = {}
     inner = type_schema(ret, defs)
@@ -336,6 +379,28 @@ def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, 
     if defs:
         schema["$defs"] = defs
     return schema, True
+
+
+def _is_content(tp: Any) -> bool:
+    """Whether values of ``tp`` are content blocks (or lists of them): content, not data."""
+    args = typing.get_args(tp)
+    if isinstance(tp, type):
+        return issubclass(tp, (CallToolResult, *_CONTENT_TYPES))
+    return bool(args) and all(_is_content(a) for a in args if a is not type(None) and a is not Ellipsis)
+
+
+def _wrapped_by_default(ret: Any) -> bool:
+    """Whether a return type is JSON that is not an object or text (a list, a number, a
+    boolean, a date…): its value is structured content under ``"result"``. Content
+    blocks and lists of them are content, not structured data."""
+    if _is_content(ret):
+        return False
+    try:
+        schema = type_schema(ret, {})
+    except SchemaError:
+        return False
+    kind = schema.get("type")
+    return kind in ("array", "integer", "number", "boolean") or (kind == "string" and "format" in schema)
 
 
 def tool_from_schema(
@@ -391,9 +456,22 @@ async def list_tools(reg: Registry, ctx: Context, params: CursorParams) -> ListT
     return ListToolsResult(tools=page, next_cursor=nxt)
 
 
-async def call_tool(reg: Registry, ctx: Context, params: CallToolParams) -> CallToolResult:
+async def call_tool(reg: Registry, ctx: Context, params: CallToolParams) -> Result:
     td = reg.tools.get(params.name)
     if td is None:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
     settings = reg.settings
-    return await td.call(params.arguments or {}, ctx, mask=settings.mask_tool_errors, limit=settings.max_error_text)
+
+    def run() -> Coroutine[Any, Any, CallToolResult]:
+        return td.call(
+            params.arguments or {},
+            ctx,
+            mask=settings.mask_tool_errors,
+            limit=settings.max_error_text,
+            timeout=settings.tool_timeout,
+        )
+
+    if td.task is not None:  # it may run as a task (server/tasks.py): bad arguments fail the call, not a task
+        td.check_arguments(params.arguments or {}, settings.max_error_text)
+        return await reg.tasks.call_tool(td.task, td.name, ctx, run)
+    return await run()

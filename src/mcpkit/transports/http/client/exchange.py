@@ -49,6 +49,12 @@ class HttpExchange:
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
 
+    def _auth(self) -> Any:
+        """The transport's ``auth``, else the client's own default."""
+        import httpx
+
+        return self._settings.auth if self._settings.auth is not None else httpx.USE_CLIENT_DEFAULT
+
     async def send(self, verb: str, headers: dict[str, str], body: bytes | None = None, timeout: Any = None) -> httpx.Response:
         """Start an exchange and return the response with its body unread (the caller
         closes it). A body is sent as ``application/json`` (added to ``headers``).
@@ -62,7 +68,7 @@ class HttpExchange:
         url = self._settings.url
         request = self._client.build_request(verb, url, content=body, headers=headers, timeout=timeout or self._timeout)
         try:
-            return await self._client.send(request, stream=True)
+            return await self._client.send(request, stream=True, auth=self._auth())
         except httpx.TransportError as exc:
             if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
                 raise  # slow, not gone: this exchange fails, the connection does not
@@ -94,7 +100,8 @@ class HttpExchange:
         if self._client is None:
             return
         try:
-            await asyncio.wait_for(self._client.delete(self._settings.url, headers=headers, timeout=timeout), timeout)
+            delete = self._client.delete(self._settings.url, headers=headers, timeout=timeout, auth=self._auth())
+            await asyncio.wait_for(delete, timeout)
         except Exception as exc:
             logger.debug("DELETE of the session failed: %r", exc)
 

@@ -142,7 +142,8 @@ class LegacySession:
     async def reinitialize(self, stale: str | None) -> None:
         """The server forgot session ``stale``. Open a new one with the remembered
         ``initialize`` params (once, however many requests noticed), then POST
-        ``notifications/initialized`` (which reopens the GET stream). Raises
+        ``notifications/initialized`` (which reopens the GET stream), then call the
+        transport's ``on_session_renewed()`` if the client set one. Raises
         :class:`~.failures.ExchangeFailed` or :class:`~.exchange.Lost`."""
         async with self._reinit_lock:
             if self.session_id != stale:
@@ -161,6 +162,9 @@ class LegacySession:
             logger.info("legacy session expired; opened a new one")
             note = encode({"jsonrpc": "2.0", "method": _INITIALIZED})
             await self._post(_INITIALIZED, note)  # starts the GET stream
+            renewed = getattr(self._settings, "on_session_renewed", None)  # set by the client: resubscribe
+            if renewed is not None:
+                renewed()
 
     async def end(self) -> None:
         """DELETE the session, if there is one and the server is reachable (errors

@@ -8,7 +8,10 @@ takes effect on the next HTTP request.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Settings"]
 
@@ -21,6 +24,9 @@ class Settings(Protocol):
 
     @property
     def headers(self) -> dict[str, str]: ...
+
+    @property
+    def auth(self) -> httpx.Auth | None: ...
 
     @property
     def connect_timeout(self) -> float: ...

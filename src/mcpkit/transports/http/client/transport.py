@@ -65,7 +65,9 @@ class HttpTransport:
     every request (authorisation, say); ``http_client`` is an ``httpx.AsyncClient`` to
     use (not closed by us), else one is created at :meth:`start` and closed by
     :meth:`close`. ``connect_timeout`` bounds connecting; responses have no read
-    timeout (each request's deadline is the client's business). ``max_message_size``
+    timeout (each request's deadline is the client's business). ``auth`` is an
+    ``httpx.Auth`` applied to every request to the server (``mcpkit.OAuthClientAuth``
+    for OAuth, docs/auth.md). ``max_message_size``
     bounds one inbound message. A dropped legacy SSE stream is resumed with
     ``Last-Event-ID`` up to ``max_reconnects`` times in a row without progress, waiting
     the server's ``retry`` or else ``reconnect_delay`` seconds, doubling. ``listen``
@@ -93,6 +95,7 @@ class HttpTransport:
         *,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
         connect_timeout: float = 10.0,
         max_message_size: int = 64 * 1024 * 1024,
         max_reconnects: int = 5,
@@ -103,6 +106,7 @@ class HttpTransport:
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
+        self.auth = auth
         self.connect_timeout = connect_timeout
         self.max_message_size = max_message_size
         self.max_reconnects = max_reconnects

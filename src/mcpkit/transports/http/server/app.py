@@ -15,13 +15,18 @@ nothing expected is logged and answered 500 with a JSON-RPC -32603 body.
 
 This module is the entry: it checks the path and the ``Host``/``Origin`` headers,
 reads a POST, and routes each message once to its era — :mod:`.modern` or
-:mod:`.legacy` — which serve it from there.
+:mod:`.legacy` — which serve it from there. With a shared session store (several
+nodes, docs/deploy.md) :mod:`.cluster` keeps this node's replicas of the sessions and
+routes what the client sends for another node; :mod:`.health` answers probes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import msgspec
 
@@ -30,6 +35,7 @@ from ....auth.server import AuthRefusal, ResourceServer
 from ....protocol.engine import Engine
 from ....protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, flatten_text
 from ....protocol.events import Event, Reply, RequestReceived
+from ....stores.sessions import InMemorySessionStore, SessionStore, StoreUnavailable
 from ...base import RequestHandler
 from .asgi import (
     ClientDisconnected,
@@ -44,8 +50,10 @@ from .asgi import (
     send_json,
     send_reject,
 )
+from .cluster import Cluster, unavailable
+from .health import Health
 from .legacy import LegacyEndpoint
-from .modern import ModernEndpoint, meta_protocol_version
+from .modern import ErrorStatus, ModernEndpoint, meta_protocol_version
 from .security import HostOriginGuard
 from .sessions import HttpSession, SessionManager
 from .streams import EventStore, InMemoryEventStore
@@ -53,6 +61,16 @@ from .streams import EventStore, InMemoryEventStore
 __all__ = ["StreamableHTTPApp"]
 
 _log = logging.getLogger("mcpkit.http")
+
+
+def _retry_ms(seconds: float | None) -> int | None:
+    """``retry_interval`` in whole milliseconds, as SSE's ``retry`` field takes it.
+    Raises ``ValueError`` unless it is None or a finite number of seconds >= 0."""
+    if seconds is None:
+        return None
+    if not (isinstance(seconds, (int, float)) and 0 <= seconds < float("inf")):
+        raise ValueError(f"retry_interval must be None or seconds >= 0, not {seconds!r}")
+    return round(seconds * 1000)
 
 
 class StreamableHTTPApp:
@@ -75,8 +93,15 @@ class StreamableHTTPApp:
         max_session_requests: int = 100,
         body_timeout: float | None = None,
         auth: ResourceServer | None = None,
+        error_status: ErrorStatus = "spec",
+        retry_interval: float | None = 1.0,
+        session_store: SessionStore | None = None,
+        health_path: str | None = None,
     ) -> None:
         self.server = server
+        self._running: AbstractAsyncContextManager[Any] | None = None
+        self._lazy_started = False
+        self._start_failed: str | None = None
         #: Authorization (docs/auth.md): None serves everyone.
         self.auth = auth
         self.path = path.rstrip("/") or "/" if path is not None else None
@@ -89,9 +114,15 @@ class StreamableHTTPApp:
         self.body_timeout = body_timeout
         self.draining = False
         self.event_store: EventStore = event_store if event_store is not None else InMemoryEventStore()
-        self.sessions = SessionManager(idle_timeout=session_idle_timeout, max_sessions=max_sessions)
+        #: Where legacy sessions are kept: this process (the default), or shared by several nodes.
+        self.session_store: SessionStore = session_store if session_store is not None else InMemorySessionStore()
+        self.sessions = SessionManager(idle_timeout=session_idle_timeout, max_sessions=max_sessions, store=self.session_store)
+        self._cluster = Cluster(server, self.sessions, self.session_store, self.event_store, keepalive=keepalive_interval)
+        self._health = Health(health_path, self._readiness) if health_path is not None else None
         self.keepalive_interval = keepalive_interval
-        self._modern = ModernEndpoint(server, json_response=json_response)
+        self._modern = ModernEndpoint(server, json_response=json_response, error_status=error_status)
+        self.error_status = error_status
+        self.retry_interval = retry_interval
         self._legacy = LegacyEndpoint(
             server,
             self.sessions,
@@ -99,6 +130,8 @@ class StreamableHTTPApp:
             json_response=json_response,
             keepalive_interval=keepalive_interval,
             max_session_requests=max_session_requests,
+            retry_ms=_retry_ms(retry_interval),
+            cluster=self._cluster,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -108,15 +141,19 @@ class StreamableHTTPApp:
             return
         if kind != "http":
             return
+        if self._health is not None and await self._health.serve(scope, send):
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         try:
+            if self._running is None:
+                await self._ensure_started()
             if self.auth is not None and await self._metadata(scope, send):
                 return
             self._check_path(scope)
             self._guard.check(scope, headers)
             method = scope["method"]
             if self.auth is not None:
-                CURRENT.set(await self._authenticate(headers))  # this request's task only
+                CURRENT.set(await self._authenticate(headers, method))  # this request's task only
             if method == "POST":
                 await self._post(receive, send, headers)
             elif method == "GET":
@@ -145,33 +182,35 @@ class StreamableHTTPApp:
         await send_json(send, 200, body, [(b"cache-control", b"max-age=3600"), (b"access-control-allow-origin", b"*")])
         return True
 
-    async def _authenticate(self, headers: Headers) -> AccessToken:
+    async def _authenticate(self, headers: Headers, method: str) -> AccessToken:
         """The request's verified identity. Raises :class:`Reject` (401, 403, 503), also
         (403) when it names a legacy session that another subject opened."""
         assert self.auth is not None
         try:
-            identity = await self.auth.authenticate(headers.get("authorization"))
+            # a POST's scopes are checked once its request is known: the refusal names all it needs
+            identity = await self.auth.authenticate(headers.get("authorization"), check_scopes=method != "POST")
         except AuthRefusal as refusal:
             raise Reject(refusal.status, refusal.text, refusal.headers()) from None
         session_id = headers.get("mcp-session-id")
-        session = self.sessions.get(session_id) if session_id else None
+        session = await self._find(session_id)
         if session is not None and session.subject != identity.principal:
             raise Reject(403, "Forbidden: this session belongs to another identity")
         return identity
 
-    def _check_feature_scopes(self, engine: Engine, request: RequestReceived) -> None:
-        """Raises :class:`Reject` (403 insufficient_scope) if the request's tool, prompt
-        or resource needs scopes the caller's token lacks (the request is forgotten)."""
+    def _check_scopes(self, engine: Engine | None, request: RequestReceived | None) -> None:
+        """Raises :class:`Reject` (403 insufficient_scope, naming every scope needed) if
+        the caller's token lacks the server's scopes or those of the tool, prompt or
+        resource ``request`` names (the request is then forgotten by ``engine``)."""
         identity = CURRENT.get()
         if self.auth is None or identity is None:
             return
-        needed = self.server.scopes_for(request.method, request.params)
-        if needed:
-            try:
-                self.auth.check_scopes(identity, needed)
-            except AuthRefusal as refusal:
+        needed = self.server.scopes_for(request.method, request.params) if request is not None else ()
+        try:
+            self.auth.check_scopes(identity, needed)
+        except AuthRefusal as refusal:
+            if engine is not None and request is not None:
                 engine.abandon(request.id)
-                raise Reject(refusal.status, refusal.text, refusal.headers()) from None
+            raise Reject(refusal.status, refusal.text, refusal.headers()) from None
 
     def begin_shutdown(self) -> None:
         """Start a graceful shutdown: end every GET stream and refuse new ones (503).
@@ -187,15 +226,69 @@ class StreamableHTTPApp:
         self.sessions.close_all()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        """Serve the ASGI lifespan protocol; shutdown ends every legacy session."""
+        """Serve the ASGI lifespan protocol: startup enters the server's lifespan (a
+        failure is reported, and the ASGI server exits); shutdown ends every legacy
+        session and open subscription, then exits the lifespan."""
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                try:
+                    await self._start()
+                except Exception as exc:
+                    _log.error("%s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.close()
+                await self._stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _start(self) -> None:
+        await self._cluster.start()
+        self._running = self.server.running()
+        try:
+            await self._running.__aenter__()
+        except BaseException:
+            self._running = None
+            raise
+
+    async def _stop(self) -> None:
+        self.close()
+        running, self._running = self._running, None
+        try:
+            if running is not None:
+                await running.__aexit__(None, None, None)
+        finally:
+            await self._cluster.close()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: object = None) -> AsyncIterator[None]:
+        """The app's lifespan as a context manager, for a host application that does
+        not forward ASGI lifespan events to mounted apps (Starlette, FastAPI):
+        ``Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=mcp.lifespan)``."""
+        await self._start()
+        try:
+            yield
+        finally:
+            await self._stop()
+
+    async def _ensure_started(self) -> None:
+        """A request before any lifespan startup (mounted where lifespan events do not
+        arrive): start the server's lifespan now, once, and keep it up. Raises
+        :class:`Reject` (503) if it failed to start (then and for every later request)."""
+        if self._start_failed is not None:
+            raise Reject(503, f"Service Unavailable: {self._start_failed}")
+        if self._lazy_started:
+            return
+        self._lazy_started = True
+        _log.debug("no ASGI lifespan startup was received: the server's lifespan starts with the first request")
+        try:
+            await self._start()
+        except Exception as exc:
+            self._start_failed = flatten_text(str(exc), 256)
+            _log.error("%s", exc)
+            raise Reject(503, f"Service Unavailable: {self._start_failed}") from None
 
     def _check_path(self, scope: Scope) -> None:
         """Raises :class:`Reject` (404) unless the request is for our path (below any
@@ -231,20 +324,49 @@ class StreamableHTTPApp:
         except ClientDisconnected:
             return
         session_id = headers.get("mcp-session-id")
-        session = self.sessions.get(session_id) if session_id else None
+        session = await self._find(session_id)
         engine = session.engine if session is not None else Engine(max_error_text=self.server.max_error_text)
         ev = self._parse(engine, body)
+        if not isinstance(ev, RequestReceived):  # a notification or a response: the server's scopes only
+            self._check_scopes(None, None)
+        if ev is None and session is not None and self.sessions.shared:
+            await self._cluster.route(session, body)  # for another node: a response, a cancellation
         if isinstance(ev, Reply):
             await send_json(send, 400, ev.data)
             return
         if isinstance(ev, RequestReceived):
-            self._check_feature_scopes(engine, ev)
+            self._check_scopes(engine, ev)
             version = meta_protocol_version(ev)
             if version is not None and self.server.speaks("modern"):
                 engine = self._outside_session(engine, session, ev)
                 await self._modern.request(receive, send, headers, engine, ev, version)
                 return
         await self._legacy.post(receive, send, headers, session_id, session, engine, ev)
+
+    async def _find(self, session_id: str | None) -> HttpSession | None:
+        """The live session ``session_id`` names (None for none). Raises :class:`Reject`
+        (503) when a shared session store must be asked and cannot be reached."""
+        if not session_id:
+            return None
+        try:
+            return await self.sessions.find(session_id)
+        except StoreUnavailable as exc:
+            raise unavailable(exc) from None
+
+    async def _readiness(self) -> tuple[bool, str]:
+        """Whether this node should get traffic, and a word on its state. A shared store
+        that cannot be reached is reported but does not make the node unready: every node
+        shares it, and taking them all out would stop the modern era too, which does not
+        need it."""
+        if self.draining:
+            return False, "draining"
+        if self._start_failed is not None:
+            return False, self._start_failed
+        try:
+            await self.session_store.check()
+        except StoreUnavailable as exc:
+            return True, f"degraded: {flatten_text(str(exc), 200)}"
+        return True, "ready"
 
     def _parse(self, engine: Engine, body: bytes) -> Event | None:
         """``engine.receive(body)``; input the engine could not even parse (nested too

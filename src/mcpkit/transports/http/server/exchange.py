@@ -7,12 +7,16 @@ SSE stream (unless ``json_response=True``, which drops notifications); see docs/
 "JSON or SSE responses". What differs between the eras is asked of the request's
 :class:`~mcpkit.protocol.eras.EraPolicy`: the HTTP status of an error response, whether
 a client disconnect cancels the handler, and whether the SSE stream is stored on a
-session stream so that the client can resume it with ``Last-Event-ID``.
+session stream so that the client can resume it with ``Last-Event-ID`` — and then the
+handler may end the connection early for the client to poll (``ctx.close_sse_stream()``).
+A request whose handler is cancelled is answered -32800 "Request cancelled": an HTTP
+response to a request must be JSON or SSE, even when the client no longer waits for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -20,13 +24,13 @@ import msgspec
 
 from ....protocol.engine import Engine
 from ....protocol.eras import EraPolicy
-from ....protocol.errors import RequestTimeout
+from ....protocol.errors import REQUEST_CANCELLED, McpError, RequestTimeout
 from ....protocol.events import RequestReceived
 from ....protocol.sse import encode_event
 from ....runtime.outbound import Notifier
 from ....runtime.outcome import run_request
 from ...base import RequestHandler
-from .asgi import Receive, Send, end_body, send_empty, send_frame, send_json, start_sse, wait_disconnect
+from .asgi import Receive, Send, end_body, json_error, send_frame, send_json, start_sse, wait_disconnect
 from .sessions import HttpSession
 from .streams import SseStream
 
@@ -52,24 +56,33 @@ class _Answer:
     status: int
 
 
+@dataclass(frozen=True, slots=True)
 class _Cancelled:
-    """The handler was cancelled: there is no response."""
+    """The handler was cancelled: the request gets ``message`` (-32800), with ``status``
+    when it goes out as JSON. Nothing follows."""
+
+    message: bytes
+    status: int
 
 
 class _ClientGone:
     """The client disconnected."""
 
 
-_CANCELLED: Final = _Cancelled()
+class _Release:
+    """The handler asked to end the connection, not the stream (SSE polling)."""
+
+
 #: Messages of one response waiting for a slow client before a subscription waits.
 _HIGH_WATER: Final = 256
 _CLIENT_GONE: Final = _ClientGone()
+_RELEASE: Final = _Release()
 
-_Item = _Note | _Answer | _Cancelled | _ClientGone
+_Item = _Note | _Answer | _Cancelled | _ClientGone | _Release
 
 
 def _message_of(item: _Item) -> bytes | None:
-    return item.message if isinstance(item, (_Note, _Answer)) else None
+    return item.message if isinstance(item, (_Note, _Answer, _Cancelled)) else None
 
 
 # --- the exchange ---------------------------------------------------------------------------------
@@ -82,7 +95,10 @@ class Exchange:
     the legacy session the request runs in, if any: when ``policy.resumable_streams`` an
     SSE response is stored on a new stream of that session, so it is then required
     (``ValueError`` without one); otherwise SSE events are written straight to the
-    connection.
+    connection. ``error_status`` gives the HTTP status of a JSON error response (the
+    policy's by default); ``retry_ms`` is the ``retry`` a stored stream's priming event
+    carries (None: none). ``after`` (if given) is awaited when the handler has its
+    outcome, before the response goes out (a shared session saves its changes then).
     """
 
     def __init__(
@@ -95,7 +111,11 @@ class Exchange:
         server_session: object,
         json_response: bool | None,
         session: HttpSession | None = None,
+        error_status: Callable[[McpError], int] | None = None,
+        retry_ms: int | None = None,
+        after: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        self._after = after
         self._stored_in = session if policy.resumable_streams else None
         if policy.resumable_streams and self._stored_in is None:
             raise ValueError("resumable SSE streams need the legacy session to store them on")
@@ -103,6 +123,8 @@ class Exchange:
         self._engine = engine
         self._request = request
         self._policy = policy
+        self._status = error_status if error_status is not None else policy.error_status
+        self._retry_ms = retry_ms
         self._server_session = server_session
         # a subscription is a stream whatever the setting: it has nothing to say as JSON
         self._json_response = False if request.method == "subscriptions/listen" else json_response
@@ -139,10 +161,11 @@ class Exchange:
 
     async def _handle(self) -> None:
         """Run the handler and report its outcome. On cancellation the request is
-        abandoned (no response), :data:`_CANCELLED` is reported and ``CancelledError``
-        propagates."""
+        abandoned (the engine sends nothing more for it), a -32800 error is reported as
+        the POST's last message and ``CancelledError`` propagates."""
         request = self._request
-        outbound = Notifier(self._notify, self._ask if self._session is not None else None, self._drain)
+        ask = self._ask if self._session is not None else None
+        outbound = Notifier(self._notify, ask, self._drain, self._close_stream)
         try:
             message, error = await run_request(
                 self._engine,
@@ -151,9 +174,12 @@ class Exchange:
                 self._handler.handle(request.id, request.method, request.params, session=self._server_session, outbound=outbound),
             )
         except asyncio.CancelledError:
-            self._emit(_CANCELLED)
+            err = McpError(REQUEST_CANCELLED, "Request cancelled")
+            self._emit(_Cancelled(json_error(request.id, err), self._status(err)))
             raise
-        self._emit(_Answer(message, 200 if error is None else self._policy.error_status(error)))
+        if self._after is not None:
+            await self._after()
+        self._emit(_Answer(message, 200 if error is None else self._status(error)))
 
     async def _drain(self) -> None:
         """Wait while the client is slow to take this response's messages (more than
@@ -165,6 +191,17 @@ class Exchange:
             if backlog <= _HIGH_WATER or self._gone:
                 return
             await asyncio.sleep(0.01)
+
+    def _close_stream(self) -> bool:
+        """End the connection of this request's stored SSE stream, not the stream (a
+        stream starts now if none has): the client resumes it with ``Last-Event-ID``.
+        False where that cannot be: no stored stream (modern era), no priming event to
+        resume from (before 2025-11-25), or JSON forced."""
+        session = self._stored_in
+        if session is None or not session.primes_streams or self._json_response is True:
+            return False
+        self._emit(_RELEASE)
+        return True
 
     def _notify(self, method: str, params: object) -> None:
         if self._json_response is not True:
@@ -184,7 +221,8 @@ class Exchange:
         and routed by the session's engine to the future awaited here. Raises as
         :meth:`~mcpkit.runtime.outbound.Outbound.request` says."""
         engine, loop = self._engine, asyncio.get_running_loop()
-        out = engine.start_request(method, params, deadline=loop.time() + timeout, progress=False)
+        ids = self._session.ask_id if self._session is not None else None
+        out = engine.start_request(method, params, deadline=loop.time() + timeout, progress=False, id_factory=ids)
         fut: asyncio.Future[msgspec.Raw] = loop.create_future()
         out.waiter = fut
 
@@ -216,6 +254,9 @@ class Exchange:
         if stream is None:
             self._items.put_nowait(item)
             return
+        if isinstance(item, _Release):
+            stream.release()
+            return
         message = _message_of(item)
         if message is not None:
             stream.put(message)
@@ -225,17 +266,15 @@ class Exchange:
     # --- the connection's side ------------------------------------------------------------------
 
     async def _deliver(self, send: Send, watcher: asyncio.Task[None]) -> None:
-        """Answer according to the first item: nothing if the client has gone, 204 if
-        the handler was cancelled, JSON for a lone response, else an SSE stream."""
+        """Answer according to the first item: nothing if the client has gone, JSON for
+        a lone response (or the -32800 of a cancelled handler), else an SSE stream (also
+        when the handler ends its connection before anything else)."""
         first = await self._items.get()
         if isinstance(first, _ClientGone):
             return
-        if isinstance(first, _Cancelled):
-            await send_empty(send, 204)
-            return
         # A lone error with an HTTP status of its own (modern era) is JSON even when SSE
         # is forced: a stream could only say 200.
-        if isinstance(first, _Answer) and (self._json_response is not False or first.status != 200):
+        if isinstance(first, (_Answer, _Cancelled)) and (self._json_response is not False or first.status != 200):
             await send_json(send, first.status, first.message or b"")
             return
         await start_sse(send)
@@ -248,6 +287,9 @@ class Exchange:
         """SSE written straight to the connection: each message as it comes, until the
         response (or the cancellation) ends the stream or the client goes."""
         while not isinstance(item, _ClientGone):
+            if isinstance(item, _Release):  # not resumable: the connection is the stream
+                item = await self._items.get()
+                continue
             message = _message_of(item)
             if message:
                 await send_frame(send, encode_event(message))
@@ -256,13 +298,14 @@ class Exchange:
                 return
             item = await self._items.get()
 
-    async def _stream_stored(self, send: Send, first: _Note | _Answer, session: HttpSession, watcher: asyncio.Task[None]) -> None:
+    async def _stream_stored(self, send: Send, first: _Item, session: HttpSession, watcher: asyncio.Task[None]) -> None:
         """SSE through a new stored stream of ``session``: every message is stored with
-        an event id, and forwarded to this connection while it lasts."""
-        stream = session.new_stream()
+        an event id, and forwarded to this connection while it lasts (or until the
+        handler releases it)."""
+        stream = session.new_stream(self._request.id)
         sink = stream.attach()
         if session.primes_streams:
-            await send_frame(send, await stream.prime())
+            await send_frame(send, await stream.prime(self._retry_ms))
         backlog: list[_Item] = [first]
         while not self._items.empty():
             item = self._items.get_nowait()

@@ -5,14 +5,15 @@ runs in its session and is answered on its POST's response, which as an SSE stre
 stored so that the client can resume it; ``GET`` opens the session's stream for
 server-initiated messages or, with ``Last-Event-ID``, resumes a stream; ``DELETE`` ends
 the session (docs/http.md, "Legacy sessions and resumable streams"). Notifications and
-responses POSTed outside any session are answered here too.
+responses POSTed outside any session are answered here too. With a shared session
+store, sessions are replicas and streams are followed in the shared event store
+(:mod:`.cluster`, docs/deploy.md).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from ....protocol import meta as meta_keys
 from ....protocol.engine import Engine
@@ -21,8 +22,9 @@ from ....protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from ....protocol.events import CancelReceived, Event, NotificationReceived, RequestReceived, ResponseReceived
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....protocol.versions import supports
-from ....runtime.outbound import DROP, Notifier
+from ....runtime.outbound import DROP
 from ....runtime.outcome import deliver, run_request
+from ....stores.sessions import StoreUnavailable
 from ...base import RequestHandler
 from .asgi import (
     Headers,
@@ -38,6 +40,7 @@ from .asgi import (
     start_sse,
     wait_disconnect,
 )
+from .cluster import Cluster, connect_changes, unavailable
 from .exchange import Exchange
 from .sessions import HttpSession, SessionManager
 from .streams import EventStore, SseStream
@@ -77,20 +80,34 @@ class LegacyEndpoint:
         json_response: bool | None,
         keepalive_interval: float,
         max_session_requests: int,
+        retry_ms: int | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         self._handler = handler
+        self._cluster = cluster
         self._sessions = sessions
         self._store = store
         self._json_response = json_response
         self._keepalive_interval = keepalive_interval
         self._max_session_requests = max_session_requests
+        #: The ``retry`` (ms) of the priming events: how long a client waits to reconnect.
+        self._retry_ms = retry_ms
 
-    def _live(self, session_id: str) -> HttpSession:
-        """The live session ``session_id``; raises :class:`Reject` (404) if there is none."""
-        session = self._sessions.get(session_id)
+    async def _live(self, session_id: str) -> HttpSession:
+        """The live session ``session_id``; raises :class:`Reject`: 404 if there is none,
+        503 if a shared store must be asked and cannot be reached."""
+        try:
+            session = await self._sessions.find(session_id)
+        except StoreUnavailable as exc:
+            raise unavailable(exc) from None
         if session is None:
             raise Reject(404, "Not Found: unknown or ended session")
         return session
+
+    @property
+    def _shared(self) -> Cluster | None:
+        """The cluster, when sessions are shared with other nodes."""
+        return self._cluster if self._cluster is not None and self._cluster.shared else None
 
     # --- POST -------------------------------------------------------------------------------
 
@@ -139,11 +156,19 @@ class LegacyEndpoint:
         if error is not None:
             await send_json(send, LEGACY.error_status(error), message or b"")
             return
-        session = HttpSession(SessionManager.new_id(), server_session, self._store, self._handler.max_error_text)
+        shared = self._shared
+        node = shared.node if shared is not None else None
+        session = HttpSession(SessionManager.new_id(), server_session, self._store, self._handler.max_error_text, node=node)
         if not self._sessions.add(session):
             raise Reject(503, "Service Unavailable: too many sessions", [(b"retry-after", b"5")])
-        notifier = Notifier(_to_get_stream(session), drain=lambda: session.standalone_stream().drain())
-        session.disconnect = self._handler.connect(server_session, notifier)
+        if shared is not None:  # its change notifications start where its GET stream opens
+            try:
+                await shared.created(session)
+            except StoreUnavailable as exc:
+                self._sessions.remove(session.id)
+                raise unavailable(exc) from None
+        else:
+            session.disconnect = connect_changes(self._handler, session)
         await send_json(send, 200, message or b"", [(b"mcp-session-id", session.id.encode())])
 
     async def _request(
@@ -167,6 +192,8 @@ class LegacyEndpoint:
             server_session=session.server_session,
             json_response=self._json_response,
             session=session,
+            retry_ms=self._retry_ms,
+            after=self._sync_after(session),
         )
         session.busy += 1
         try:
@@ -174,6 +201,14 @@ class LegacyEndpoint:
         finally:
             session.busy -= 1
             self._sessions.touch(session)
+
+    def _sync_after(self, session: HttpSession) -> Callable[[], Awaitable[None]] | None:
+        """With shared sessions: what saves a change the request makes to the session."""
+        shared = self._shared
+        if shared is None:
+            return None
+        before = shared.snapshot(session)
+        return lambda: shared.sync(session, before)
 
     def _check_in_flight(self, engine: Engine, request: RequestReceived) -> None:
         """Raises :class:`Reject` (429, ``Retry-After``, -32603) if the session already
@@ -216,9 +251,16 @@ class LegacyEndpoint:
         session_id = headers.get("mcp-session-id")
         if not session_id:
             raise Reject(405, "Method Not Allowed: GET needs a legacy session", [(b"allow", b"POST")])
-        session = self._live(session_id)
+        session = await self._live(session_id)
         _check_session_version_header(headers)
         last_event_id = headers.get("last-event-id")
+        shared = self._shared
+        if shared is not None:
+            if last_event_id:
+                await shared.resume(receive, send, session, last_event_id)
+            else:
+                await shared.open_get(receive, send, session, self._retry_ms)
+            return
         if last_event_id:
             await self._resume(receive, send, session, last_event_id)
             return
@@ -227,7 +269,7 @@ class LegacyEndpoint:
             raise Reject(409, "Conflict: this session already has a GET stream open")
         sink = stream.attach()
         # Flush the headers at once; with an id to resume from where the revision primes streams.
-        first = await stream.prime() if session.primes_streams else b": stream open\n\n"
+        first = await stream.prime(self._retry_ms) if session.primes_streams else b": stream open\n\n"
         await _pipe(receive, send, stream, sink, first, self._keepalive_interval, self._sessions.reap)
 
     async def _resume(self, receive: Receive, send: Send, session: HttpSession, last_event_id: str) -> None:
@@ -262,20 +304,14 @@ class LegacyEndpoint:
         session_id = headers.get("mcp-session-id")
         if not session_id:
             raise Reject(405, "Method Not Allowed: DELETE ends a legacy session", [(b"allow", b"POST")])
+        shared = self._shared
+        if shared is not None:
+            await self._live(session_id)  # a session this node has not seen is loaded first
         if self._sessions.remove(session_id) is None:
             raise Reject(404, "Not Found: unknown or ended session")
+        if shared is not None:
+            await shared.ended(session_id)
         await send_empty(send, 200)
-
-
-def _to_get_stream(session: HttpSession) -> Callable[[str, Any], None]:
-    """Server-initiated notifications of ``session``: on its GET stream (stored, so a
-    client that opens or resumes the stream later gets them)."""
-
-    def send(method: str, params: Any) -> None:
-        if not session.closed:
-            session.standalone_stream().put(session.engine.notification(method, params))
-
-    return send
 
 
 async def _pipe(

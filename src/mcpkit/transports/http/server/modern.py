@@ -10,7 +10,7 @@ eras").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -25,7 +25,14 @@ from ...base import RequestHandler
 from .asgi import Headers, Receive, Send, json_error, send_json
 from .exchange import Exchange
 
-__all__ = ["meta_protocol_version", "ModernEndpoint"]
+__all__ = ["ErrorStatus", "ERROR_STATUSES", "meta_protocol_version", "ModernEndpoint"]
+
+#: How a modern-era JSON-RPC error picks its HTTP status (docs/http.md, "HTTP status
+#: codes"): ``"spec"``, the specification's and DESIGN's mapping (``-32603`` is 500), or
+#: ``"400"``: a status the specification leaves to the server is 400, for clients that
+#: read a JSON-RPC error body only on 400 (the TypeScript SDK's).
+ErrorStatus = Literal["spec", "400"]
+ERROR_STATUSES: Final = ("spec", "400")
 
 
 class _MetaVersion(msgspec.Struct):
@@ -58,9 +65,23 @@ def meta_protocol_version(request: RequestReceived) -> Any:
 class ModernEndpoint:
     """Serves modern requests: each POST stands alone, with fresh server-side state."""
 
-    def __init__(self, handler: RequestHandler, *, json_response: bool | None) -> None:
+    def __init__(self, handler: RequestHandler, *, json_response: bool | None, error_status: ErrorStatus = "spec") -> None:
+        if error_status not in ERROR_STATUSES:
+            raise ValueError(f"error_status must be one of {', '.join(map(repr, ERROR_STATUSES))}, not {error_status!r}")
         self._handler = handler
         self._json_response = json_response
+        self._error_status = error_status
+
+    def status_of(self, error: McpError) -> int:
+        """The HTTP status of a JSON response carrying ``error``: the handler's own
+        (``McpError.status``), else the mapping (404 for -32601, 500 for -32603, 400
+        otherwise); with ``error_status="400"`` a 5xx of the mapping becomes 400. The
+        statuses the specification requires (400 for -32020..-32022, 404 for -32601)
+        never change."""
+        status = MODERN.error_status(error)
+        if self._error_status == "400" and error.status is None and status >= 500:
+            return 400
+        return status
 
     async def request(
         self, receive: Receive, send: Send, headers: Headers, engine: Engine, request: RequestReceived, version: Any
@@ -82,7 +103,7 @@ class ModernEndpoint:
                 except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
                     raise McpError(INVALID_PARAMS, "Invalid params: they cannot be decoded", status=400) from exc
         except McpError as err:
-            await send_json(send, MODERN.error_status(err), json_error(request.id, err))
+            await send_json(send, self.status_of(err), json_error(request.id, err))
             return
         exchange = Exchange(
             self._handler,
@@ -91,5 +112,6 @@ class ModernEndpoint:
             policy=MODERN,
             server_session=self._handler.new_session(),
             json_response=self._json_response,
+            error_status=self.status_of,
         )
         await exchange.run(receive, send)

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Final, Protocol, runtime_checkable
 
+from ....protocol.engine import encode
 from ....protocol.sse import encode_event
 
-__all__ = ["SendEvent", "EventStore", "InMemoryEventStore", "SseStream"]
+__all__ = ["SendEvent", "EventStore", "SharedEventStore", "InMemoryEventStore", "SseStream"]
+
+_log = logging.getLogger("mcpkit.http")
 
 SendEvent = Callable[[str, bytes], Awaitable[None]]
 
@@ -37,6 +41,42 @@ class EventStore(Protocol):
         """Call ``send(event_id, message)`` for each event of the same stream stored
         after ``last_event_id``, in order; return that stream's id, or None if the id
         is unknown (expired or never issued)."""
+        ...
+
+
+@runtime_checkable
+class SharedEventStore(EventStore, Protocol):
+    """An event store that several nodes share (``RedisStore.events``): besides storing
+    and replaying, a node can *follow* a stream other nodes write and end one. Every
+    coroutine raises :class:`~mcpkit.StoreUnavailable` when the store cannot be reached."""
+
+    async def cursor(self, stream_id: str) -> str:
+        """A position after the stream's newest event, to follow only what comes next."""
+        ...
+
+    def entry_of(self, event_id: str) -> str | None:
+        """The position of event ``event_id`` in its stream (None for a malformed id)."""
+        ...
+
+    async def follow(self, stream_id: str, cursor: str) -> tuple[list[tuple[str, bytes]], str, bool]:
+        """Wait a little (about a second) for events after ``cursor``: (event id, message)
+        pairs, the new cursor, and whether the stream has ended."""
+        ...
+
+    async def open_stream(self, stream_id: str, request_id: bytes) -> None:
+        """Note the JSON id of the request whose response ``stream_id`` carries."""
+        ...
+
+    async def request_of(self, stream_id: str) -> bytes | None:
+        """The JSON id noted by :meth:`open_stream`, if any."""
+        ...
+
+    async def end_stream(self, stream_id: str, final: bytes | None = None) -> bool:
+        """End the stream (after ``final``), unless it has ended; whether this call did."""
+        ...
+
+    async def touch_stream(self, stream_id: str) -> None:
+        """Restart the stream's time to live."""
         ...
 
 
@@ -122,6 +162,20 @@ class InMemoryEventStore:
         return stream_id
 
 
+class _Release:
+    """Queued on a stream: end the connection attached now (the stream goes on)."""
+
+
+class _Announce:
+    """Queued first on a shared stream: the JSON id of the request it answers."""
+
+    def __init__(self, request_id: bytes) -> None:
+        self.request_id = request_id
+
+
+_RELEASE: Final = _Release()
+
+
 def _owner(stream_id: str) -> str:
     """The owner of a stream: its id up to the last ``-`` (the whole id if it has none)."""
     return stream_id.rpartition("-")[0] or stream_id
@@ -138,7 +192,7 @@ class SseStream:
     def __init__(self, stream_id: str, store: EventStore) -> None:
         self.id = stream_id
         self._store = store
-        self._pending: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._pending: asyncio.Queue[bytes | _Release | _Announce | None] = asyncio.Queue()
         self.on_finish: Callable[[SseStream], None] | None = None
         self._sink: asyncio.Queue[bytes | None] | None = None
         self._lock = asyncio.Lock()
@@ -162,26 +216,63 @@ class SseStream:
                 return
             await asyncio.sleep(0.01)
 
+    def announce(self, request_id: object) -> None:
+        """Note in a shared store which request this stream answers (before any event)."""
+        self._pending.put_nowait(_Announce(encode(request_id)))
+
     async def _run(self) -> None:
         while True:
             message = await self._pending.get()
             async with self._lock:
+                if isinstance(message, _Release):
+                    if self._sink is not None:  # the connection ends here; the stream goes on
+                        self._sink.put_nowait(None)
+                        self._sink = None
+                    continue
+                if isinstance(message, _Announce):
+                    if isinstance(self._store, SharedEventStore):
+                        await self._quietly(self._store.open_stream(self.id, message.request_id))
+                    continue
                 if message is None:
                     self.finished = True
                     if self._sink is not None:
                         self._sink.put_nowait(None)
                     if self.on_finish is not None:
                         self.on_finish(self)
+                    if isinstance(self._store, SharedEventStore):
+                        await self._quietly(self._store.end_stream(self.id))
                     return
-                event_id = await self._store.store_event(self.id, message)
-                if self._sink is not None:
-                    self._sink.put_nowait(encode_event(message, event_id=event_id))
+                await self._store_and_forward(message)
 
-    async def prime(self) -> bytes:
-        """An event with an id and empty data, so the client can resume from the start."""
+    async def _store_and_forward(self, message: bytes) -> None:
+        """Store one message and hand it to the attached connection. If the store fails
+        (a shared store that is down), the message still goes to the connection, without
+        an event id: it cannot be resumed, but it is not lost for a connected client."""
+        try:
+            event_id: str | None = await self._store.store_event(self.id, message)
+        except Exception as exc:
+            _log.warning("stream %s: an event could not be stored (%s); sent without an id", self.id[-24:], exc)
+            event_id = None
+        if self._sink is not None:
+            self._sink.put_nowait(encode_event(message, event_id=event_id))
+
+    async def _quietly(self, work: Awaitable[object]) -> None:
+        try:
+            await work
+        except Exception as exc:
+            _log.warning("stream %s: the event store failed: %s", self.id[-24:], exc)
+
+    async def prime(self, retry: int | None = None) -> bytes:
+        """An event with an id and empty data, so the client can resume from the start;
+        with ``retry`` (milliseconds), it also tells the client how long to wait before
+        reconnecting when the connection ends before the stream does."""
         async with self._lock:
-            event_id = await self._store.store_event(self.id, b"")
-        return encode_event(b"", event_id=event_id)
+            try:
+                event_id: str | None = await self._store.store_event(self.id, b"")
+            except Exception as exc:  # a shared store that is down: the stream starts without one
+                _log.warning("stream %s: the priming event could not be stored: %s", self.id[-24:], exc)
+                event_id = None
+        return encode_event(b"", event_id=event_id, retry=retry)
 
     def attach(self) -> asyncio.Queue[bytes | None]:
         """Attach a new connection; returns the queue of SSE frames it should write
@@ -220,6 +311,22 @@ class SseStream:
     def close(self) -> None:
         """End the stream after the messages already queued."""
         self.put(None)
+
+    def release(self) -> None:
+        """End the attached connection after the messages already queued, but not the
+        stream: later messages are stored, for the client to resume with
+        ``Last-Event-ID`` (SSE polling, as 2025-11-25 allows)."""
+        if not self.finished:
+            self._pending.put_nowait(_RELEASE)
+
+    def abandon(self) -> None:
+        """Stop here without ending the stream in the store (this node drops its replica
+        of a shared session; other nodes go on with the stream)."""
+        self.finished = True
+        self._pump.cancel()
+        if self._sink is not None:
+            self._sink.put_nowait(None)
+            self._sink = None
 
     def abort(self) -> None:
         """End the stream now: messages not yet stored are dropped, and nothing more is

@@ -17,9 +17,14 @@ import resource
 import socket
 from typing import Any
 
-import h11
-import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+try:
+    import h11
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+except ModuleNotFoundError as exc:  # the "http" extra is not installed
+    raise ModuleNotFoundError(
+        f"serving MCP over HTTP needs uvicorn ({exc}); install it with: pip install 'mcpkit[http]'", name=exc.name
+    ) from None
 
 from .app import StreamableHTTPApp
 

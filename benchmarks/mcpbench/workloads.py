@@ -1,0 +1,148 @@
+"""What the table measures, and the targets of the performance issue.
+
+Each workload names its servers in table order; the official SDK (``mcp``) is the
+reference every ratio is taken against, and ``floor`` names the floor of its transport.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .wire import Blob, Echo, Fail, ListTools, Request
+
+STDIO_SERVERS = ("floor", "mcpkit", "mcp", "fastmcp")
+REFERENCE = "mcp"
+BLOB_SIZE = 10_000_000  # "a 10 MB tool result": 10^7 bytes
+
+
+@dataclass(frozen=True)
+class Workload:
+    id: str
+    title: str
+    kind: str  # "load", "startup" (spawn -> first answer) or "import"
+    servers: tuple[str, ...]
+    transport: str = "stdio"
+    request: Request | None = None
+    concurrency: int = 1
+    tools: int = 0
+    floor: str | None = None
+    min_ops: int = 1  # a timed phase goes on past its time until this many operations are done
+    about: str = ""
+
+    @property
+    def metric(self) -> str:
+        if self.kind == "startup":
+            return "startup_ms"
+        if self.kind == "import":
+            return "import_ms"
+        return "mb_s" if self.request is not None and self.request.payload else "rps"
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.metric in ("startup_ms", "import_ms")
+
+
+WORKLOADS = [
+    Workload(
+        "stdio_echo_c1",
+        "stdio echo, 1 in flight",
+        "load",
+        ("floor", "mcpkit", "mcpkit-modern", "mcpkit-async", "mcp", "fastmcp"),
+        request=Echo(),
+        floor="floor",
+        about="tools/call of a plain def echo tool, one request at a time: the per-request cost on the server",
+    ),
+    Workload(
+        "stdio_echo_c32",
+        "stdio echo, 32 in flight",
+        "load",
+        ("floor", "mcpkit", "mcpkit-async", "mcp", "fastmcp"),
+        request=Echo(),
+        concurrency=32,
+        floor="floor",
+        about="the same with 32 requests in flight on the one pipe: concurrency, batching of reads and writes",
+    ),
+    Workload(
+        "stdio_error",
+        "stdio tool that raises",
+        "load",
+        STDIO_SERVERS,
+        request=Fail(),
+        floor="floor",
+        about="a tool that raises RuntimeError: the error path (the answer must be isError true)",
+    ),
+    Workload(
+        "stdio_list500",
+        "tools/list of 500 tools",
+        "load",
+        STDIO_SERVERS,
+        request=ListTools(expect=503),
+        tools=500,
+        floor="floor",
+        about="tools/list with 503 tools registered, following nextCursor: encoding a large result",
+    ),
+    Workload(
+        "stdio_blob_10mb",
+        "10 MB tool result",
+        "load",
+        STDIO_SERVERS,
+        request=Blob(BLOB_SIZE),
+        floor="floor",
+        min_ops=3,
+        about="a tool that returns 10^7 characters, in MB/s of tool result: framing and encoding of a large answer",
+    ),
+    Workload(
+        "startup",
+        "spawn → first answer",
+        "startup",
+        STDIO_SERVERS,
+        floor="floor",
+        about="from spawning the process to the answer of initialize (the median of several spawns)",
+    ),
+    Workload(
+        "http_echo_c16",
+        "HTTP echo, 16 connections",
+        "load",
+        ("asgi-floor", "mcpkit", "mcpkit-modern", "mcp", "fastmcp"),
+        transport="http",
+        request=Echo(),
+        concurrency=16,
+        floor="asgi-floor",
+        about="Streamable HTTP on uvicorn (h11), 16 keep-alive connections, a session each (legacy) or none (modern)",
+    ),
+    Workload(
+        "import",
+        "import time",
+        "import",
+        ("mcpkit", "mcp", "fastmcp"),
+        about="python -X importtime of what a server program imports (mcpkit: from mcpkit import Server)",
+    ),
+]
+BY_ID = {w.id: w for w in WORKLOADS}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target of the performance issue, for mcpkit's median in a run."""
+
+    workload: str
+    text: str
+    kind: str  # "ratio" (against against_), "max" (of the metric), "rss" (peak RSS at most, MB)
+    threshold: float
+    against: str = REFERENCE
+
+
+TARGETS = [
+    Target("stdio_echo_c1", "≥ 8× the official SDK", "ratio", 8),
+    Target("stdio_echo_c1", "≥ 0.4× the stdlib floor", "ratio", 0.4, "floor"),
+    Target("stdio_echo_c32", "≥ 25× the official SDK", "ratio", 25),
+    Target("stdio_error", "≥ 10× the official SDK", "ratio", 10),
+    Target("stdio_list500", "≥ 25× the official SDK", "ratio", 25),
+    Target("startup", "≤ 80 ms", "max", 80),
+    Target("startup", "≥ 8× faster than the official SDK", "ratio", 8),
+    Target("http_echo_c16", "≥ 6× the official SDK", "ratio", 6),
+    Target("http_echo_c16", "≥ 0.5× the bare ASGI floor", "ratio", 0.5, "asgi-floor"),
+    Target("stdio_blob_10mb", "≥ 5× the official SDK's MB/s", "ratio", 5),
+    Target("stdio_echo_c1", "peak RSS ≤ 25 MB", "rss", 25),
+    Target("import", "≤ 50 ms", "max", 50),
+]

@@ -1,0 +1,233 @@
+"""The OAuth client as an ``httpx.Auth``: :class:`OAuthClientAuth`.
+
+Each request to the MCP server goes out with the current access token (refreshed first
+when it has expired and a refresh token exists). The responses that matter:
+
+* **401**: the token is missing, expired, revoked or from an authorization server the
+  server no longer trusts. The flow reads the ``Bearer`` challenge, discovers the
+  server's metadata again (so a change of authorization server is noticed: tokens and
+  registrations of the old one are never sent to the new one), refreshes the token
+  when it can (once per request), else gets a new one, and resends the request. A
+  request gets at most two such rounds; the second 401 after that is returned.
+* **403** with ``error="insufficient_scope"``: step-up. The flow asks for the union of
+  the scopes it asked for before and the challenged ones, at most ``max_step_ups``
+  times per request; the last 403 is returned (a permanent authorization failure).
+
+Getting tokens is single-flight: concurrent requests that need a token share one
+operation (one login, one refresh), which also survives the cancellation of the request
+that started it (a deadline that expires during a login does not abandon the login for
+the requests that follow). Failures raise :class:`~.errors.OAuthError` out of the
+request. Tokens are sent only to the MCP server this object first served (its URL is
+bound on the first request); requests to any other URL pass through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
+
+import httpx
+
+from .acquire import AssertionProvider, Grant, TokenSource
+from .challenge import find_challenge
+from .errors import OAuthError
+from .fetch import Fetcher
+from .loopback import RedirectHandler
+from .settings import OAuthClientMetadata, PreRegisteredClient
+from .storage import InMemoryTokenStorage, Tokens, TokenStorage
+from .urls import canonical_resource
+
+__all__ = ["OAuthClientAuth"]
+
+logger = logging.getLogger("mcpkit.auth")
+
+Operation = Callable[[Fetcher], Awaitable[Tokens | None]]
+
+
+class OAuthClientAuth(httpx.Auth):
+    """Authorization for an MCP server over HTTP, given as ``HttpTransport(url, auth=...)``.
+
+    With a ``redirect`` handler (a :class:`LoopbackRedirect` for desktop and CLI
+    programs), users log in with the authorization code flow and PKCE; without one,
+    the client gets tokens for itself with ``client_credentials`` (pass ``client``).
+    ``grant`` overrides that choice; ``grant="jwt_bearer"`` (RFC 7523) trades an identity
+    assertion for a token: ``assertion(issuer, resource)`` (sync or async) returns it, for
+    instance a workload identity token, or an enterprise ID-JAG obtained from the identity
+    provider by token exchange; a failure there is final, never retried with another grant.
+
+    ``client``: credentials registered beforehand (:class:`PreRegisteredClient`); without
+    them the client uses its Client ID Metadata Document (``metadata.metadata_url``) when
+    the authorization server supports those, else registers dynamically with
+    ``metadata`` (:class:`OAuthClientMetadata`). ``storage`` keeps tokens and
+    registrations (default: an :class:`InMemoryTokenStorage`). ``max_step_ups`` bounds
+    the re-authorizations for more scopes per request. ``timeout`` bounds each request
+    to the authorization server and metadata endpoints (the login itself is bounded by
+    the redirect handler). ``http_client`` is an ``httpx.AsyncClient`` for those
+    requests (not closed here; never the transport's own client). ``allow_http`` allows
+    plain-HTTP authorization endpoints on hosts that are not loopback (never do this in
+    production). ``server_url`` names the MCP endpoint; by default it is the URL of the
+    first request. ``dpop=True``: when the authorization server supports DPoP (RFC 9449,
+    with ES256), tokens are bound to a key of this process and every request carries a
+    fresh proof (server nonces are honoured). Off by default: the MCP server must accept
+    the ``DPoP`` scheme too, which a Bearer-only server (mcpkit's among them) does not.
+
+    Scopes asked for: the 401's ``scope``, else the server's ``scopes_supported``,
+    else none (the parameter is left out); plus ``offline_access`` when the
+    authorization server lists it (for a refresh token). Raises ``ValueError`` for
+    settings that cannot work; the requests it authorizes may raise :class:`OAuthError`.
+    Works with ``httpx.AsyncClient`` only.
+    """
+
+    def __init__(
+        self,
+        *,
+        redirect: RedirectHandler | None = None,
+        client: PreRegisteredClient | None = None,
+        metadata: OAuthClientMetadata | None = None,
+        storage: TokenStorage | None = None,
+        grant: Grant | None = None,
+        max_step_ups: int = 2,
+        timeout: float = 10.0,
+        http_client: httpx.AsyncClient | None = None,
+        allow_http: bool = False,
+        server_url: str | None = None,
+        assertion: AssertionProvider | None = None,
+        dpop: bool = False,
+    ) -> None:
+        self.grant: Grant = grant or ("authorization_code" if redirect is not None else "client_credentials")
+        if (self.grant == "jwt_bearer") != (assertion is not None):
+            raise ValueError("an assertion provider goes with grant='jwt_bearer', and only with it")
+        if self.grant == "authorization_code" and redirect is None:
+            raise ValueError("the authorization_code grant needs a redirect handler (LoopbackRedirect, say)")
+        if self.grant == "client_credentials" and client is not None and not (client.client_secret or client.private_key):
+            raise ValueError("the client_credentials grant needs a client_secret or a private_key")
+        if max_step_ups < 0 or timeout <= 0:
+            raise ValueError("max_step_ups must be >= 0 and timeout > 0")
+        self.redirect = redirect
+        self.assertion = assertion
+        self.metadata = metadata or OAuthClientMetadata()
+        self.storage: TokenStorage = storage if storage is not None else InMemoryTokenStorage()
+        self.max_step_ups = max_step_ups
+        self.timeout = timeout
+        self.allow_http = allow_http
+        self._http_client = http_client
+        self._source = TokenSource(
+            self.grant, self.storage, self.metadata, client, redirect, assertion, allow_http, dpop, server_url=server_url
+        )
+        self._task: asyncio.Task[Tokens | None] | None = None
+
+    @property
+    def client(self) -> PreRegisteredClient | None:
+        """The pre-registered credentials, bound to their authorization server once used."""
+        return self._source.client
+
+    # -- httpx.Auth ----------------------------------------------------------------
+
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        """Not supported: raises ``RuntimeError`` (use ``httpx.AsyncClient``)."""
+        raise RuntimeError("OAuthClientAuth works with httpx.AsyncClient only")
+        yield request  # pragma: no cover - makes this a generator
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """Send ``request`` with a token; on 401 or 403 ``insufficient_scope`` get a
+        (better) token and send it again, within the bounds of the class docstring.
+        Raises :class:`OAuthError` when no token can be had."""
+        if not self._applies(request.url):
+            yield request
+            return
+        tokens = await self._before_send()
+        self._authorize(request, tokens)
+        response = yield request
+        unauthorized = step_ups = nonces = 0
+        while request.method != "DELETE":  # ending a session is not worth a login
+            challenge = find_challenge(response.headers.get_list("www-authenticate"))
+            dpop = self._source.dpop
+            renewed = dpop is not None and dpop.remember(str(request.url), response.headers)
+            if response.status_code == 401 and challenge.error == "use_dpop_nonce" and renewed and nonces < 1:
+                nonces += 1  # the server wants its nonce in the proof: same token, new proof
+                await response.aread()
+                self._authorize(request, tokens)
+                response = yield request
+                continue
+            if response.status_code == 401 and unauthorized < 2:
+                unauthorized += 1
+                operation = functools.partial(self._source.recover, challenge, tokens, unauthorized == 1)
+            elif response.status_code == 403 and challenge.error == "insufficient_scope" and step_ups < self.max_step_ups:
+                step_ups += 1
+                operation = functools.partial(self._source.step_up, challenge, tokens)
+            else:
+                return
+            await response.aread()  # httpx would read it after the operation: free the connection now
+            try:
+                tokens = await self._single(operation)
+            except OAuthError as exc:
+                if request.method == "POST":
+                    raise
+                logger.warning("%s without authorization: %s", request.method, exc)  # a stream: its refusal is the answer
+                return
+            self._authorize(request, tokens)
+            response = yield request
+
+    # -- the request side ------------------------------------------------------------
+
+    def _applies(self, url: httpx.URL) -> bool:
+        """Whether ``url`` is the MCP server's (binding it on the first request)."""
+        target = str(url.copy_with(query=None, fragment=None))
+        if self._source.server_url is None:
+            self._source.server_url = target
+        try:
+            return canonical_resource(target) == canonical_resource(self._source.server_url)
+        except ValueError:
+            return False
+
+    def _authorize(self, request: httpx.Request, tokens: Tokens | None) -> None:
+        """Put ``tokens`` on ``request``: a Bearer token, or a DPoP token with a fresh proof."""
+        request.headers.pop("DPoP", None)
+        dpop = self._source.dpop
+        if tokens is None:
+            request.headers.pop("Authorization", None)
+        elif tokens.token_type == "DPoP" and dpop is not None:
+            request.headers["Authorization"] = f"DPoP {tokens.access_token}"
+            request.headers["DPoP"] = dpop.proof(request.method, str(request.url), tokens.access_token)
+        else:
+            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+
+    async def _before_send(self) -> Tokens | None:
+        """The tokens to send: the stored ones, refreshed first if expired."""
+        tokens = await self._source.current()
+        if tokens is None or not tokens.expired():
+            return tokens
+        if tokens.refresh_token is None:
+            return None
+        try:
+            return await self._single(functools.partial(self._source.refresh_expired, tokens))
+        except OAuthError as exc:
+            logger.info("refreshing the expired access token failed: %s", exc)
+            return None
+
+    # -- operations (one at a time) ------------------------------------------------------
+
+    async def _single(self, operation: Operation) -> Tokens | None:
+        """Run ``operation`` unless one is running already, then wait for whichever runs.
+        Cancelling the wait does not cancel the operation."""
+        task = self._task
+        if task is None or task.done():
+            task = asyncio.ensure_future(self._with_fetcher(operation))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._task = task
+        return await asyncio.shield(task)
+
+    async def _with_fetcher(self, operation: Operation) -> Tokens | None:
+        async with self._fetcher() as fetch:
+            return await operation(fetch)
+
+    @contextlib.asynccontextmanager
+    async def _fetcher(self) -> AsyncIterator[Fetcher]:
+        if self._http_client is not None:
+            yield Fetcher(self._http_client, self.timeout)
+            return
+        async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+            yield Fetcher(client, self.timeout)

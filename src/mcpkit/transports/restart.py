@@ -1,0 +1,76 @@
+"""When to restart a supervised server process, and when to stop trying.
+
+A :class:`RestartPolicy` allows ``max_restarts`` restarts within any ``window`` seconds,
+each after a delay that grows with the crashes in that window (``initial_delay``, then
+times ``multiplier``, at most ``max_delay``). One crash more than that within the
+window, and the server is given up on. Crashes older than the window are forgotten, so a
+server that fails now and then is restarted every time; one that fails at once on every
+start is not restarted for ever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import deque
+
+__all__ = ["RestartPolicy", "CrashLog"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RestartPolicy:
+    """How a supervised server process is restarted after it exits unexpectedly
+    (``StdioTransport(..., restart=RestartPolicy(...))``; ``restart=True`` uses the
+    defaults).
+
+    At most ``max_restarts`` restarts within ``window`` seconds; the k-th crash within
+    the window waits ``initial_delay * multiplier ** (k - 1)`` seconds (at most
+    ``max_delay``) before the restart. A crash beyond ``max_restarts`` within the window
+    gives up: the client's calls then fail with ``ConnectionClosed`` saying so. Raises
+    ``ValueError`` for values out of range.
+    """
+
+    max_restarts: int = 3
+    window: float = 60.0
+    initial_delay: float = 0.1
+    multiplier: float = 2.0
+    max_delay: float = 5.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) or self.max_restarts < 1:
+            raise ValueError("max_restarts must be an integer of at least 1")
+        for name in ("window", "max_delay"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be positive and finite, not {value!r}")
+        if not (math.isfinite(self.initial_delay) and 0 <= self.initial_delay <= self.max_delay):
+            raise ValueError("initial_delay must be between 0 and max_delay")
+        if not (math.isfinite(self.multiplier) and self.multiplier >= 1):
+            raise ValueError("multiplier must be at least 1")
+
+
+class CrashLog:
+    """The recent crashes of one supervised process, judged by a :class:`RestartPolicy`."""
+
+    def __init__(self, policy: RestartPolicy) -> None:
+        self.policy = policy
+        self._crashes: deque[float] = deque()
+        self.restarts = 0  # in all
+
+    def crashed(self, now: float) -> float | None:
+        """Record a crash at ``now`` (a monotonic clock): the delay before restarting, or
+        None to give up."""
+        policy = self.policy
+        crashes = self._crashes
+        crashes.append(now)
+        while crashes and crashes[0] <= now - policy.window:
+            crashes.popleft()
+        if len(crashes) > policy.max_restarts:
+            return None
+        self.restarts += 1
+        return float(min(policy.initial_delay * policy.multiplier ** (len(crashes) - 1), policy.max_delay))
+
+    @property
+    def recent(self) -> int:
+        """Crashes within the window, as of the last one."""
+        return len(self._crashes)
