@@ -180,3 +180,25 @@ def test_collected_client_is_closed() -> None:
     gc.collect()
     assert runner.closed
     assert not runner.thread.is_alive()
+
+
+def test_call_tool_passes_the_retry_options_through() -> None:
+    """``retry`` and ``idempotent`` reach the async client: a call that times out once is
+    retried (it is said to be idempotent) and succeeds on its second attempt."""
+    from mcpkit import RetryPolicy
+
+    server = Server("flaky")
+    calls = 0
+
+    @server.tool
+    async def flaky() -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await asyncio.sleep(5)  # the first attempt outlives its deadline
+        return f"attempt {calls}"
+
+    with SyncClient(server) as client:
+        policy = RetryPolicy(max_attempts=3, initial_delay=0.01)
+        result = client.call_tool("flaky", timeout=0.5, retry=policy, idempotent=True)
+    assert result.content[0].text == "attempt 2"  # type: ignore[union-attr]

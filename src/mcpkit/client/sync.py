@@ -31,6 +31,7 @@ from ..runtime.peer import ProgressCallback
 from ..transports.base import Servable, Transport
 from .client import Client
 from .options import ClientOptions, RequestOptions
+from .retry import RetryPolicy
 
 __all__ = ["SyncClient"]
 
@@ -221,12 +222,27 @@ class SyncClient:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: dict[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+        idempotent: bool | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        max_total_timeout: float | None = None,
     ) -> CallToolResult:
         """:meth:`Client.call_tool`, blocking: a failed tool is a result with
         ``is_error``; protocol errors raise :class:`~mcpkit.McpError`. ``on_progress``
-        runs on the client's thread."""
+        runs on the client's thread; ``retry``, ``idempotent`` and the progress-aware
+        deadline options are :meth:`Client.call_tool`'s."""
         return self._runner.run(
-            self._client.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, meta=meta)
+            self._client.call_tool(
+                name,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                meta=meta,
+                retry=retry,
+                idempotent=idempotent,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
+            )
         )
 
     def list_resources(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourcesResult:
