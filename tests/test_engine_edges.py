@@ -25,10 +25,7 @@ from mcpkit.protocol.engine import (
     RequestReceived,
     ResponseReceived,
 )
-
-
-def msg(obj: Any) -> bytes:
-    return json.dumps(obj).encode()
+from test_engine import msg
 
 
 def wire(ev: object) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import hashlib
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -492,3 +493,25 @@ def test_dpop_proofs() -> None:
     assert again["jti"] != claims["jti"]
     elsewhere = jwt.decode(dpop.proof("POST", "https://as.example.com/token"), options={"verify_signature": False})
     assert "nonce" not in elsewhere  # nonces are per server
+
+
+def test_without_the_auth_extra_signing_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyJWT is the ``auth`` extra: without it, DPoP and ``private_key_jwt`` refuse with
+    the command that installs it (the rest of the flow needs no JOSE library)."""
+    from mcpkit import OAuthError
+    from mcpkit.auth.client.client_auth import authenticate
+    from mcpkit.auth.client.dpop import DPoP
+    from mcpkit.auth.client.storage import RegisteredClient
+
+    monkeypatch.setitem(sys.modules, "jwt", None)  # as if PyJWT were not installed
+    with pytest.raises(OAuthError, match=r"pip install 'mcpkit\[auth\]'"):
+        DPoP()
+    client = RegisteredClient("robot", "https://as.example", auth_method="private_key_jwt", private_key="-----")
+    with pytest.raises(OAuthError, match=r"pip install 'mcpkit\[auth\]'"):
+        authenticate(client, "https://as.example/token", {}, {})
+
+
+def test_the_flow_refuses_a_synchronous_httpx_client() -> None:
+    auth = OAuthClientAuth(client=PreRegisteredClient("robot", client_secret="s"))
+    with httpx.Client(auth=auth) as http, pytest.raises(RuntimeError, match=r"httpx\.AsyncClient only"):
+        http.get("http://127.0.0.1:9/")

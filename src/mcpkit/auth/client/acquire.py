@@ -184,7 +184,8 @@ class TokenSource:
         if self.grant == "authorization_code" and scope and "offline_access" in (meta.scopes_supported or []):
             scope = union(scope, "offline_access")
         dpop = self._dpop_for(meta)
-        for attempt in (1, 2):
+        registered_again = False
+        while True:
             client: RegisteredClient | None = None
             try:
                 if self.grant == "jwt_bearer":
@@ -206,13 +207,13 @@ class TokenSource:
                     client = await self._client_for(fetch, meta, redirect_uri)
                     tokens = await self._log_in(fetch, meta, client, redirect_uri, resource, scope, dpop)
             except OAuthError as exc:
-                stale = attempt == 1 and exc.error == "invalid_client" and self.grant != "jwt_bearer"
+                stale = not registered_again and exc.error == "invalid_client" and self.grant != "jwt_bearer"
                 if stale and client is not None and await forget_client(self.storage, client):
+                    registered_again = True
                     continue
                 raise
             await self.keep(tokens)
             return tokens
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _log_in(
         self,

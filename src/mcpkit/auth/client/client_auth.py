@@ -76,7 +76,7 @@ def _assertion(client: RegisteredClient, audience: str) -> str:
     try:
         import jwt
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
-    except ImportError as exc:  # pragma: no cover - the auth extra is missing
+    except ImportError as exc:  # the auth extra is missing
         raise OAuthError("private_key_jwt needs PyJWT with cryptography: pip install 'mcpkit[auth]'") from exc
     if client.private_key is None:
         raise OAuthError("private_key_jwt needs the client's private key")

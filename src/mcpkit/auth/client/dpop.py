@@ -42,7 +42,7 @@ class DPoP:
         try:
             import jwt  # noqa: F401 - checked here, used in proof()
             from cryptography.hazmat.primitives.asymmetric import ec
-        except ImportError as exc:  # pragma: no cover - the auth extra is missing
+        except ImportError as exc:  # the auth extra is missing
             raise OAuthError("DPoP needs PyJWT with cryptography: pip install 'mcpkit[auth]'") from exc
         self._key = ec.generate_private_key(ec.SECP256R1())
         numbers = self._key.public_key().public_numbers()

@@ -129,7 +129,6 @@ class OAuthClientAuth(httpx.Auth):
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         """Not supported: raises ``RuntimeError`` (use ``httpx.AsyncClient``)."""
         raise RuntimeError("OAuthClientAuth works with httpx.AsyncClient only")
-        yield request  # pragma: no cover - makes this a generator
 
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         """Send ``request`` with a token; on 401 or 403 ``insufficient_scope`` get a
