@@ -40,3 +40,15 @@ async def test_official_sdk_server_is_modern_over_stdio() -> None:
         assert client.era == "modern"
         result = await client.call_tool("echo", {"text": "x"})
         assert not result.is_error
+
+
+async def test_a_slow_starting_server_is_not_taken_for_legacy() -> None:
+    """The probe waits ``discover_timeout``, not the per-call ``request_timeout``: a server
+    that takes 1.5 s to start is still found modern by a client whose calls time out
+    after 1 s (with the old ``min(...)`` it was silently driven into the legacy era)."""
+    script = str(SERVERS / "basic.py")
+    code = f"import runpy, sys, time\ntime.sleep(1.5)\nsys.argv = [{script!r}]\nrunpy.run_path({script!r}, run_name='__main__')\n"
+    transport = StdioTransport([sys.executable, "-c", code], stderr="devnull")
+    async with Client(transport, ClientOptions(request_timeout=1.0)) as client:
+        assert client.era == "modern"
+        assert (await client.ping()) is None

@@ -50,7 +50,7 @@ async def negotiate(client: Client) -> None:
         return
     use_modern(client, LATEST_PROTOCOL_VERSION)
     try:
-        found = await client.discover(timeout=min(options.discover_timeout, options.request_timeout))
+        found = await client.discover(timeout=options.discover_timeout)  # not request_timeout: a slow start must not look legacy
     except ConnectionClosed:
         raise
     except RequestTimeout:
