@@ -1,8 +1,9 @@
 """The :class:`Client`: typed requests with deadlines and cancellation, over any
-transport. Era negotiation lives in :mod:`.negotiation`, the server's own messages in
-:mod:`.handlers`, settings in :mod:`.options`, retries in :mod:`.retry`, the
-connection and its recovery in :mod:`.link`, the modern era's input rounds in
-:mod:`.rounds`."""
+transport. The feature requests (tools, resources, prompts, completions) are the
+mixin of :mod:`.features`; era negotiation lives in :mod:`.negotiation`, the server's
+own messages in :mod:`.handlers`, settings in :mod:`.options`, retries in
+:mod:`.retry`, the connection and its recovery in :mod:`.link`, the modern era's input
+rounds in :mod:`.rounds`."""
 
 from __future__ import annotations
 
@@ -20,33 +21,22 @@ from ..protocol.events import RequestId
 from ..protocol.tasks import Task
 from ..protocol.types import (
     LOG_LEVELS,
-    CallToolResult,
-    CompleteResult,
     DiscoverResult,
     EmptyResult,
-    GetPromptResult,
     Implementation,
-    ListPromptsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
-    ListToolsResult,
-    Prompt,
-    ReadResourceResult,
-    Resource,
-    ResourceTemplate,
     Root,
-    Tool,
 )
 from ..runtime.peer import Peer, ProgressCallback, check_timeout
 from ..runtime.tracing import trace_client_requests
 from ..transports.base import Servable, Transport
-from .calls import all_pages, typed_call
+from .calls import typed_call
 from .events import Events
+from .features import FeatureRequests
 from .handlers import ServerMessages
 from .link import Link, in_handshake
 from .negotiation import adopt_offered_version
 from .options import ClientOptions, RequestOptions
-from .retry import RetryPolicy, tool_is_idempotent
+from .retry import RetryPolicy
 from .rounds import url_elicitation_required
 from .subscriptions import Subscription
 from .tasks import TaskHandle, cancel_task, get_task, start_task, update_task
@@ -56,7 +46,7 @@ __all__ = ["Client"]
 T = TypeVar("T")
 
 
-class Client:
+class Client(FeatureRequests):
     """An MCP client over one transport (or straight to a :class:`~mcpkit.Server` in
     memory).
 
@@ -252,63 +242,6 @@ class Client:
         """``server/discover``: the server's versions, capabilities and identity."""
         return await typed_call(self, "server/discover", None, DiscoverResult, timeout, retry=retry)
 
-    async def list_tools(
-        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
-    ) -> ListToolsResult:
-        """``tools/list``: one page of the server's tools (pass ``next_cursor`` back as
-        ``cursor`` for the next). The client remembers which tools say they are
-        read-only or idempotent, for retries of ``call_tool``.
-
-        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
-        deadline (``timeout``, else the client's ``request_timeout``) and
-        :class:`ConnectionClosed`; cancelling the caller cancels the request on the
-        wire. ``retry`` (else the client's policy) retries transient failures."""
-        result = await typed_call(self, "tools/list", _cursor(cursor), ListToolsResult, timeout, retry=retry)
-        for tool in result.tools:
-            self._idempotent_tools[tool.name] = tool_is_idempotent(tool)
-        return result
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        meta: dict[str, Any] | None = None,
-        retry: RetryPolicy | None = None,
-        idempotent: bool | None = None,
-        reset_timeout_on_progress: bool | None = None,
-        max_total_timeout: float | None = None,
-    ) -> CallToolResult:
-        """Call a tool. A failed tool returns a result with ``is_error=True`` (not
-        raised); protocol errors raise :class:`McpError`. A server may run the call as a
-        task (2026-07-28, docs/tasks.md): the client then polls it to its end within
-        ``timeout`` and returns its result, and cancels it if the call is given up on.
-
-        ``retry`` (else the client's policy) retries the call after a transient failure
-        only if it is idempotent: ``idempotent=True``, or (unless ``idempotent=False``)
-        the tool's annotations say ``readOnlyHint`` or ``idempotentHint`` in a
-        ``list_tools`` result this client has seen. ``reset_timeout_on_progress`` (else
-        the client's setting) restarts the ``timeout`` on each progress notification,
-        for at most ``max_total_timeout`` seconds in all (else the client's, else ten
-        times the timeout)."""
-        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
-        if meta:
-            params["_meta"] = meta
-        return await typed_call(
-            self,
-            "tools/call",
-            params,
-            CallToolResult,
-            timeout,
-            on_progress,
-            retry=retry,
-            idempotent=idempotent,
-            reset=reset_timeout_on_progress,
-            max_total=max_total_timeout,
-        )
-
     # --- tasks (docs/tasks.md) ------------------------------------------------------------------
 
     async def start_task(
@@ -347,84 +280,6 @@ class Client:
         tells how it ended)."""
         await cancel_task(self, task_id, timeout=timeout)
 
-    async def list_resources(
-        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
-    ) -> ListResourcesResult:
-        """``resources/list``: one page of the server's resources.
-
-        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
-        deadline (``timeout``, else the client's ``request_timeout``) and
-        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(self, "resources/list", _cursor(cursor), ListResourcesResult, timeout, retry=retry)
-
-    async def list_resource_templates(
-        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
-    ) -> ListResourceTemplatesResult:
-        """``resources/templates/list``: one page of the server's resource templates.
-
-        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
-        deadline (``timeout``, else the client's ``request_timeout``) and
-        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(
-            self, "resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout, retry=retry
-        )
-
-    async def read_resource(
-        self, uri: str, *, timeout: float | None = None, retry: RetryPolicy | None = None
-    ) -> ReadResourceResult:
-        """``resources/read``: the contents of the resource at ``uri``. An unknown URI
-        is an :class:`McpError` (``-32602``; servers of other SDKs may send ``-32002``).
-
-        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
-        deadline (``timeout``, else the client's ``request_timeout``) and
-        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(self, "resources/read", {"uri": uri}, ReadResourceResult, timeout, retry=retry)
-
-    async def list_prompts(
-        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
-    ) -> ListPromptsResult:
-        """``prompts/list``: one page of the server's prompts.
-
-        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
-        deadline (``timeout``, else the client's ``request_timeout``) and
-        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(self, "prompts/list", _cursor(cursor), ListPromptsResult, timeout, retry=retry)
-
-    async def get_prompt(
-        self,
-        name: str,
-        arguments: dict[str, str] | None = None,
-        *,
-        timeout: float | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> GetPromptResult:
-        """``prompts/get``: the prompt ``name`` filled in with ``arguments`` (strings).
-
-        Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
-        deadline (``timeout``, else the client's ``request_timeout``) and
-        :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = arguments
-        return await typed_call(self, "prompts/get", params, GetPromptResult, timeout, retry=retry)
-
-    async def complete(
-        self,
-        ref: dict[str, str],
-        argument: str,
-        value: str,
-        *,
-        context: dict[str, str] | None = None,
-        timeout: float | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> CompleteResult:
-        """``completion/complete`` for ``ref`` (``{"type": "ref/prompt", "name": …}`` or
-        ``{"type": "ref/resource", "uri": …}``)."""
-        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
-        if context:
-            params["context"] = {"arguments": context}
-        return await typed_call(self, "completion/complete", params, CompleteResult, timeout, retry=retry)
-
     # --- changes and pagination (docs/subscriptions.md) -------------------------------------
 
     @property
@@ -460,23 +315,6 @@ class Client:
         """Legacy era: ``resources/unsubscribe``."""
         await typed_call(self, "resources/unsubscribe", {"uri": uri}, dict[str, Any], timeout)
 
-    async def list_all_tools(self, *, max_pages: int = 100) -> list[Tool]:
-        """Every tool, following ``nextCursor``. Raises a local :class:`McpError` past
-        ``max_pages`` pages (a server that never ends its list)."""
-        return await all_pages(self.list_tools, "tools", max_pages)
-
-    async def list_all_resources(self, *, max_pages: int = 100) -> list[Resource]:
-        """Every resource, following ``nextCursor`` (at most ``max_pages`` pages)."""
-        return await all_pages(self.list_resources, "resources", max_pages)
-
-    async def list_all_resource_templates(self, *, max_pages: int = 100) -> list[ResourceTemplate]:
-        """Every resource template, following ``nextCursor`` (at most ``max_pages`` pages)."""
-        return await all_pages(self.list_resource_templates, "resource_templates", max_pages)
-
-    async def list_all_prompts(self, *, max_pages: int = 100) -> list[Prompt]:
-        """Every prompt, following ``nextCursor`` (at most ``max_pages`` pages)."""
-        return await all_pages(self.list_prompts, "prompts", max_pages)
-
     async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Legacy era: ``logging/setLevel``. Modern era: sets the per-request
         ``logLevel`` sent from now on."""
@@ -487,7 +325,3 @@ class Client:
             self._meta = {**self._meta, meta_keys.LOG_LEVEL: level}
             return
         await typed_call(self, "logging/setLevel", {"level": level}, EmptyResult, timeout)
-
-
-def _cursor(cursor: str | None) -> dict[str, Any] | None:
-    return {"cursor": cursor} if cursor is not None else None

@@ -3,14 +3,35 @@
 These are msgspec structs: decoding validates shapes in C, encoding never re-validates
 what this process built. Unknown fields from a peer are ignored, so newer peers stay
 readable.
+
+This module holds the features' descriptions and the results; the shared base is in
+:mod:`.wire`, the content blocks in :mod:`.content` and the request params in
+:mod:`.params`, all re-exported here: import any wire type from this module.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
-import msgspec
 from msgspec import field
+
+from .content import AudioContent, Content, EmbeddedResource, ImageContent, ResourceContents, ResourceLink, TextContent
+from .params import (
+    CallToolParams,
+    CompleteParams,
+    CursorParams,
+    GetPromptParams,
+    InitializeParams,
+    Params,
+    ReadResourceParams,
+    SetLevelParams,
+)
+from .params import CompletionArgument as CompletionArgument
+from .params import CompletionContext as CompletionContext
+from .params import CompletionRef as CompletionRef
+from .wire import LOG_LEVELS, Annotations, Icon, Implementation, LogLevel
+from .wire import Meta as Meta
+from .wire import _Wire as _Wire
 
 __all__ = [
     "LOG_LEVELS",
@@ -56,158 +77,6 @@ __all__ = [
     "InitializeParams",
     "SetLevelParams",
 ]
-
-#: RFC 5424 severities, least to most severe, as MCP logging names them.
-LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-
-Meta = dict[str, Any]
-
-
-class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Base of every wire struct."""
-
-
-class Icon(_Wire, kw_only=True):
-    src: str
-    mime_type: str | None = None
-    sizes: list[str] | None = None
-    theme: str | None = None
-
-
-class Implementation(_Wire, kw_only=True):
-    """A client's or server's name and version (``clientInfo``, ``serverInfo``).
-
-    Attributes:
-        name: A programmatic name.
-        version: Its version.
-        title: A human-readable name.
-        description: What it is.
-        website_url: Where to read more.
-        icons: Icons a client may show.
-    """
-
-    name: str
-    version: str = ""
-    title: str | None = None
-    description: str | None = None
-    website_url: str | None = None
-    icons: list[Icon] | None = None
-
-
-class Annotations(_Wire, kw_only=True):
-    audience: list[str] | None = None
-    priority: float | None = None
-    last_modified: str | None = None
-
-
-# --- content ---------------------------------------------------------------------------
-
-
-class TextContent(_Wire, kw_only=True, tag_field="type", tag="text"):
-    """A text content block (``"type": "text"``): what a tool returns a ``str`` as.
-
-    Attributes:
-        text: The text.
-        annotations: Optional hints for the client: audience, priority, last modified.
-        meta: The block's ``_meta``.
-    """
-
-    text: str
-    annotations: Annotations | None = None
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-class ImageContent(_Wire, kw_only=True, tag_field="type", tag="image"):
-    """An image content block (``"type": "image"``).
-
-    Attributes:
-        data: The image, base64-encoded.
-        mime_type: Its media type, such as ``"image/png"``.
-        annotations: Optional hints for the client.
-        meta: The block's ``_meta``.
-    """
-
-    data: str
-    mime_type: str
-    annotations: Annotations | None = None
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-class AudioContent(_Wire, kw_only=True, tag_field="type", tag="audio"):
-    """An audio content block (``"type": "audio"``).
-
-    Attributes:
-        data: The audio, base64-encoded.
-        mime_type: Its media type, such as ``"audio/wav"``.
-        annotations: Optional hints for the client.
-        meta: The block's ``_meta``.
-    """
-
-    data: str
-    mime_type: str
-    annotations: Annotations | None = None
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-class ResourceLink(_Wire, kw_only=True, tag_field="type", tag="resource_link"):
-    """A content block that points to a resource by URI instead of embedding it
-    (``"type": "resource_link"``); the client may read it with ``resources/read``.
-
-    Attributes:
-        uri: The resource's URI.
-        name: Its name.
-        title: A human-readable title.
-        description: What it holds.
-        mime_type: Its media type, if known.
-        size: Its size in bytes, if known.
-        annotations: Optional hints for the client.
-        meta: The block's ``_meta``.
-    """
-
-    uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    size: int | None = None
-    annotations: Annotations | None = None
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-class ResourceContents(_Wire, kw_only=True):
-    """One piece of a resource: ``text`` for text, ``blob`` (base64) for binary.
-
-    Attributes:
-        uri: The URI of the resource it came from.
-        mime_type: Its media type.
-        text: The contents, for text.
-        blob: The contents, base64-encoded, for binary data.
-        meta: The contents' ``_meta``.
-    """
-
-    uri: str
-    mime_type: str | None = None
-    text: str | None = None
-    blob: str | None = None
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-class EmbeddedResource(_Wire, kw_only=True, tag_field="type", tag="resource"):
-    """A content block that carries a resource's contents (``"type": "resource"``).
-
-    Attributes:
-        resource: The contents: ``text`` or a base64 ``blob``.
-        annotations: Optional hints for the client.
-        meta: The block's ``_meta``.
-    """
-
-    resource: ResourceContents
-    annotations: Annotations | None = None
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-Content = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
 # --- results -----------------------------------------------------------------------------
@@ -290,7 +159,7 @@ class CallToolResult(Result, kw_only=True):
             This is not a protocol error; the model reads the content and can react.
     """
 
-    content: list[Content] = []
+    content: list[Content] = []  # noqa: RUF012 - a msgspec struct: each instance gets a copy
     structured_content: Any = None
     is_error: bool = False
 
@@ -518,59 +387,3 @@ class Root(_Wire, kw_only=True):
 
     uri: str
     name: str | None = None
-
-
-# --- request params the server decodes -----------------------------------------------------
-
-
-class Params(msgspec.Struct, kw_only=True, rename="camel"):
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-class CallToolParams(Params, kw_only=True):
-    name: str
-    arguments: dict[str, Any] | None = None
-
-
-class CursorParams(Params, kw_only=True):
-    cursor: str | None = None
-
-
-class ReadResourceParams(Params, kw_only=True):
-    uri: str
-
-
-class GetPromptParams(Params, kw_only=True):
-    name: str
-    arguments: dict[str, str] | None = None
-
-
-class CompletionRef(msgspec.Struct, kw_only=True, rename="camel"):
-    type: str
-    name: str | None = None
-    uri: str | None = None
-
-
-class CompletionArgument(msgspec.Struct, kw_only=True):
-    name: str
-    value: str
-
-
-class CompletionContext(msgspec.Struct, kw_only=True):
-    arguments: dict[str, str] | None = None
-
-
-class CompleteParams(Params, kw_only=True):
-    ref: CompletionRef
-    argument: CompletionArgument
-    context: CompletionContext | None = None
-
-
-class InitializeParams(Params, kw_only=True):
-    protocol_version: str
-    capabilities: dict[str, Any] = {}
-    client_info: Implementation | None = None
-
-
-class SetLevelParams(Params, kw_only=True):
-    level: LogLevel

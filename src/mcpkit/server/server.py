@@ -1,8 +1,9 @@
-"""The :class:`Server` facade: options, registration decorators, and serving.
+"""The :class:`Server` facade: options, what transports ask, and serving.
 
-The work happens elsewhere in this package: :mod:`.registry` keeps what is
-registered, :mod:`.dispatch` serves each request in its era, :mod:`.features` holds
-the request handlers per feature, :mod:`.context` is what handlers see.
+The work happens elsewhere in this package: :mod:`.registration` is the registration
+API the facade inherits, :mod:`.registry` keeps what is registered, :mod:`.dispatch`
+serves each request in its era, :mod:`.features` holds the request handlers per
+feature, :mod:`.context` is what handlers see.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -20,7 +21,7 @@ from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
 from ..protocol.request_state import StateSealer
-from ..protocol.types import Icon, Implementation, Resource, ResourceTemplate, ToolAnnotations
+from ..protocol.types import Implementation
 from ..protocol.versions import Era
 from ..runtime.outbound import Outbound
 from ..runtime.peer import Peer, check_timeout
@@ -30,17 +31,13 @@ from ..stores.tasks import InMemoryTaskStore, TaskStore
 from ..transports.base import Transport
 from ..transports.stdio import ServerStdio
 from .changes import ChangeHub, Subscriber
-from .context import callable_name, callable_target
 from .dispatch import Dispatcher
-from .features.prompts import PromptDef
-from .features.resources import ResourceDef, TemplateDef, is_valid_uri
-from .features.tools import tool_from_function, tool_from_schema
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
+from .registration import Registration, check_limit
 from .registry import CallNext, Middleware, Registry, Setting, Settings
-from .schema import parse_docstring
 from .session import Session
-from .tasks import TaskManager, task_mode
+from .tasks import TaskManager
 
 if TYPE_CHECKING:
     from ..transports.http.server.app import StreamableHTTPApp
@@ -48,8 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["Server", "Middleware", "CallNext"]
 
 log = logging.getLogger("mcpkit.server")
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 _SCOPED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe"})
@@ -65,22 +60,6 @@ class _Named(msgspec.Struct):
 _decode_named = msgspec.json.Decoder(_Named).decode
 
 
-def _icons(icons: Sequence[Icon | Mapping[str, Any]] | None) -> list[Icon] | None:
-    """Icons as wire structs (a mapping is converted). Raises ``ValueError`` for one
-    without a ``src``."""
-    if not icons:
-        return None
-    try:
-        return [i if isinstance(i, Icon) else msgspec.convert(i, Icon) for i in icons]
-    except msgspec.ValidationError as exc:
-        raise ValueError(f"invalid icon: {exc}") from None
-
-
-def _check_limit(seconds: float | None) -> float | None:
-    """A time limit in seconds (None: none). Raises ``ValueError`` unless positive."""
-    return None if seconds is None else check_timeout(seconds)
-
-
 def _state_key(key: bytes | str | None) -> bytes:
     """The ``requestState`` signing key as bytes (a random one for None)."""
     if key is None:
@@ -88,7 +67,7 @@ def _state_key(key: bytes | str | None) -> bytes:
     return key.encode() if isinstance(key, str) else bytes(key)
 
 
-class Server:
+class Server(Registration):
     """An MCP server serving both protocol eras from the same handlers.
 
     ``eras`` restricts it to ``"modern"`` or ``"legacy"`` clients (default: both).
@@ -176,7 +155,7 @@ class Server:
             cache_ttl_ms=cache_ttl_ms,
             cache_scope=cache_scope,
             ask_timeout=check_timeout(ask_timeout),
-            tool_timeout=_check_limit(tool_timeout),
+            tool_timeout=check_limit(tool_timeout),
             state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
         )
         hub = ChangeHub(bus if bus is not None else InMemoryBus())
@@ -199,12 +178,6 @@ class Server:
 
     # --- authorization (docs/auth.md) --------------------------------------------------
 
-    def _add_scopes(self, kind: str, key: str, scopes: Sequence[str]) -> None:
-        if isinstance(scopes, str):
-            raise TypeError("scopes must be a sequence of scope names, not one string")
-        if scopes:
-            self._registry.scopes[(kind, key)] = tuple(scopes)
-
     def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
         """The scopes the tool, prompt or resource a request names requires (those given
         with ``scopes=`` when it was registered); empty otherwise."""
@@ -220,32 +193,7 @@ class Server:
         """Every scope some feature requires."""
         return {scope for scopes in self._registry.scopes.values() for scope in scopes}
 
-    # --- changing what is offered while serving (docs/subscriptions.md) -------------------
-
-    def remove_tool(self, name: str) -> None:
-        """Remove a tool; connected clients are told its list changed. ``KeyError`` if
-        there is none."""
-        self._registry.remove("tool", name)
-
-    def remove_resource(self, uri: str) -> None:
-        """Remove a resource, or a template given its URI template. ``KeyError`` if there
-        is none."""
-        kind = "template" if "{" in uri else "resource"
-        self._registry.remove(kind, uri)
-
-    def remove_prompt(self, name: str) -> None:
-        """Remove a prompt. ``KeyError`` if there is none."""
-        self._registry.remove("prompt", name)
-
-    def disable(self, kind: Literal["tool", "resource", "template", "prompt"], key: str) -> None:
-        """Hide a tool, resource, template or prompt: it leaves its list (clients are told)
-        and calls to it fail as for an unknown one, until :meth:`enable`. ``KeyError`` if
-        there is none, ``ValueError`` for an unknown kind."""
-        self._registry.set_enabled(kind, key, False)
-
-    def enable(self, kind: Literal["tool", "resource", "template", "prompt"], key: str) -> None:
-        """Bring back what :meth:`disable` hid (clients are told)."""
-        self._registry.set_enabled(kind, key, True)
+    # --- what connections hear, and the lifespan (docs/subscriptions.md) -----------------
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every client subscribed to ``uri`` — on this process and, through the
@@ -285,235 +233,6 @@ class Server:
         """End every open modern subscription gracefully (answered, then closed); the
         HTTP app calls it when its server stops."""
         self._registry.hub.close()
-
-    # --- registration --------------------------------------------------------------------
-
-    @overload
-    def tool(self, fn: F, /) -> F: ...
-
-    @overload
-    def tool(
-        self,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
-        structured_output: bool | None = None,
-        meta: dict[str, Any] | None = None,
-        scopes: Sequence[str] = (),
-        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
-        timeout: float | None = None,
-        task: bool | Literal["optional", "required", "deferred"] = False,
-    ) -> Callable[[F], F]: ...
-
-    def tool(
-        self,
-        fn: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
-        structured_output: bool | None = None,
-        meta: dict[str, Any] | None = None,
-        scopes: Sequence[str] = (),
-        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
-        timeout: float | None = None,
-        task: bool | Literal["optional", "required", "deferred"] = False,
-    ) -> F | Callable[[F], F]:
-        """Register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
-
-        ``timeout`` (seconds) cancels a call that runs longer, answering it with a tool
-        error that says so (default: ``Server(tool_timeout=...)``, else no limit); a
-        plain ``def`` tool cannot be interrupted — its thread runs on and its result is
-        dropped. ``scopes`` are the OAuth scopes a caller needs over protected HTTP
-        (docs/auth.md).
-
-        ``task=True`` runs each call as a task (docs/tasks.md) when the client declared
-        the tasks extension: the call is answered at once with the task's handle and the
-        tool goes on in the background (a plain call for other clients);
-        ``task="required"`` refuses other clients with -32021; ``task="deferred"`` makes
-        the call a task when the handler calls ``await ctx.start_task()``.
-
-        Raises ``TypeError`` if the signature cannot be described as JSON Schema and
-        ``ValueError`` if a tool of that name exists, ``timeout`` is not positive or
-        ``task`` is not one of those values.
-        """
-        mode = task_mode(task)
-
-        def register(f: F) -> F:
-            td = tool_from_function(
-                f,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                structured_output=structured_output,
-                meta=meta,
-                providers=self._providers,
-            )
-            td.timeout = _check_limit(timeout)
-            td.task = mode
-            td.tool.icons = _icons(icons)
-            self._add_scopes("tool", td.name, scopes)
-            self._registry.add_tool(td)
-            return f
-
-        return register(fn) if fn is not None else register
-
-    def add_tool(
-        self,
-        name: str,
-        description: str | None,
-        input_schema: Mapping[str, Any],
-        handler: Callable[..., Any],
-        *,
-        title: str | None = None,
-        output_schema: Mapping[str, Any] | None = None,
-        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        scopes: Sequence[str] = (),
-        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
-        timeout: float | None = None,
-        task: bool | Literal["optional", "required", "deferred"] = False,
-    ) -> None:
-        """Register a tool from a raw JSON Schema (2020-12 unless ``$schema`` says
-        otherwise). ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the
-        validated arguments dict; ``task`` as for :meth:`tool`. Raises ``ValueError`` for
-        an invalid schema or a duplicate name."""
-        mode = task_mode(task)
-        td = tool_from_schema(
-            name,
-            description,
-            input_schema,
-            handler,
-            title=title,
-            output_schema=output_schema,
-            annotations=annotations,
-            meta=meta,
-        )
-        td.timeout = _check_limit(timeout)
-        td.task = mode
-        td.tool.icons = _icons(icons)
-        self._add_scopes("tool", name, scopes)
-        self._registry.add_tool(td)
-
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        meta: dict[str, Any] | None = None,
-        scopes: Sequence[str] = (),
-        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
-    ) -> Callable[[F], F]:
-        """Register a resource; a ``uri`` with ``{placeholders}`` registers an RFC 6570
-        resource template whose variables are passed as keyword arguments.
-
-        The handler returns ``str`` (text), ``bytes`` (binary), ``ResourceContents`` or
-        a list of them, or any JSON-able value (sent as JSON text).
-        """
-
-        def register(fn: F) -> F:
-            self._add_scopes("resource", uri, scopes)
-            summary, _ = parse_docstring(callable_target(fn).__doc__ or fn.__doc__)
-            desc = description if description is not None else summary
-            fn_name = name or callable_name(fn)
-            if "{" in uri:
-                tpl = ResourceTemplate(
-                    uri_template=uri,
-                    name=fn_name,
-                    title=title,
-                    description=desc,
-                    mime_type=mime_type,
-                    icons=_icons(icons),
-                    meta=meta,
-                )
-                self._registry.add_template(TemplateDef(tpl, fn, self._providers))
-            else:
-                if not is_valid_uri(uri):
-                    raise ValueError(f"invalid resource URI {uri!r}")
-                res = Resource(
-                    uri=uri,
-                    name=fn_name,
-                    title=title,
-                    description=desc,
-                    mime_type=mime_type,
-                    size=size,
-                    icons=_icons(icons),
-                    meta=meta,
-                )
-                self._registry.add_resource(ResourceDef(res, fn, self._providers))
-            return fn
-
-        return register
-
-    @overload
-    def prompt(self, fn: F, /) -> F: ...
-
-    @overload
-    def prompt(
-        self,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        meta: dict[str, Any] | None = None,
-        scopes: Sequence[str] = (),
-        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
-    ) -> Callable[[F], F]: ...
-
-    def prompt(
-        self,
-        fn: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        meta: dict[str, Any] | None = None,
-        scopes: Sequence[str] = (),
-        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
-    ) -> F | Callable[[F], F]:
-        """Register a prompt. Its arguments are the function's parameters (strings);
-        it returns a string (one user message), messages, or a ``GetPromptResult``."""
-
-        def register(f: F) -> F:
-            self._add_scopes("prompt", name or callable_name(f), scopes)
-            pd = PromptDef(f, name=name, title=title, description=description, meta=meta, providers=self._providers)
-            pd.prompt.icons = _icons(icons)
-            self._registry.add_prompt(pd)
-            return f
-
-        return register(fn) if fn is not None else register
-
-    def completion(self, *, prompt: str | None = None, resource_template: str | None = None) -> Callable[[F], F]:
-        """Register argument completion for a prompt or a resource template:
-        ``handler(argument, value, context_arguments)`` returns a list of strings or a
-        ``Completion``."""
-        if (prompt is None) == (resource_template is None):
-            raise ValueError("give exactly one of prompt= or resource_template=")
-        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource_template or "")
-
-        def register(fn: F) -> F:
-            self._registry.completions[key] = fn
-            return fn
-
-        return register
-
-    def use(self, middleware: Middleware) -> Middleware:
-        """Add middleware ``async def mw(ctx, call_next)``; the first added is the
-        outermost. Returns it, so it also works as a decorator."""
-        self._registry.middleware.append(middleware)
-        return middleware
 
     # --- what transports ask (the RequestHandler protocol) ------------------------------------
 
@@ -591,7 +310,10 @@ class Server:
         sessions live: this process by default; shared by several nodes with
         ``RedisStore.sessions``, with a shared ``event_store``: docs/deploy.md),
         ``health_path`` (None; ``"/healthz"`` serves liveness there and readiness at
-        ``/healthz/ready``). The limits are in docs/limits.md."""
+        ``/healthz/ready``), ``sse_transport`` (False; True also serves the deprecated
+        HTTP+SSE transport of 2024-11-05 at ``sse_path`` (``"/sse"``) and
+        ``messages_path`` (``"/messages"``): docs/http.md). The limits are in
+        docs/limits.md."""
         from ..transports.http.server.app import StreamableHTTPApp
 
         return StreamableHTTPApp(self, path=path, **options)

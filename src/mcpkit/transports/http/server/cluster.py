@@ -34,11 +34,11 @@ from ....protocol.errors import INTERNAL_ERROR, McpError
 from ....protocol.events import CancelReceived, ResponseReceived
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....protocol.types import Implementation
-from ....runtime.outbound import Notifier
 from ....runtime.outcome import deliver
 from ....stores.sessions import MessageKind, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
 from ...base import RequestHandler
 from .asgi import Receive, Reject, Send, end_body, json_error, send_frame, start_sse, wait_disconnect
+from .session_changes import connect_changes, resync
 from .sessions import HttpSession, SessionManager
 from .streams import EventStore, SharedEventStore
 
@@ -60,31 +60,6 @@ _Snapshot = tuple[str | None, frozenset[str]]
 def unavailable(exc: BaseException) -> Reject:
     """The 503 for a request that needs the shared store while it cannot be reached."""
     return Reject(503, f"Service Unavailable: {exc}", [(b"retry-after", b"1")])
-
-
-def connect_changes(handler: RequestHandler, session: HttpSession) -> Callable[[], Awaitable[None]]:
-    """Deliver the server's change notifications to ``session``'s GET stream (stored, so
-    a client that opens or resumes the stream later gets them); returns what stops it."""
-
-    def put(method: str, params: Any) -> None:
-        if not session.closed:
-            session.standalone_stream().put(session.engine.notification(method, params))
-
-    return handler.connect(session.server_session, Notifier(put, drain=lambda: session.standalone_stream().drain()))
-
-
-_LIST_CHANGES = ("notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed")
-
-
-def _resync(session: HttpSession) -> None:
-    """Queue one notice per list and per subscribed resource on ``session``'s GET stream:
-    its stream moves to this node, and changes made while it moved may not have been
-    delivered (a notice says only that something changed: one too many costs a re-read)."""
-    stream = session.standalone_stream()
-    for method in _LIST_CHANGES:
-        stream.put(session.engine.notification(method))
-    for uri in sorted(getattr(session.server_session, "resource_uris", ())):
-        stream.put(session.engine.notification("notifications/resources/updated", {"uri": uri}))
 
 
 class Cluster:
@@ -316,7 +291,7 @@ class Cluster:
         owner = suffix.partition("~")[0] if "~" in suffix else None
         if suffix == "get":
             if session.disconnect is None:  # the node that delivered its changes may be gone
-                _resync(session)
+                resync(session)
             self._claim_changes(session)
         await self._follow(receive, send, session, stream_id, cursor, b"".join(frames), owner=owner)
 

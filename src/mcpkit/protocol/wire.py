@@ -1,0 +1,55 @@
+"""The base of every MCP wire struct, and the small types all of them share: ``_meta``,
+icons, implementation info, annotations, log levels. The wire types themselves are
+re-exported by :mod:`.types`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+__all__ = ["LOG_LEVELS", "LogLevel", "Meta", "Icon", "Implementation", "Annotations"]
+
+#: RFC 5424 severities, least to most severe, as MCP logging names them.
+LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+Meta = dict[str, Any]
+
+
+class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Base of every wire struct."""
+
+
+class Icon(_Wire, kw_only=True):
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: str | None = None
+
+
+class Implementation(_Wire, kw_only=True):
+    """A client's or server's name and version (``clientInfo``, ``serverInfo``).
+
+    Attributes:
+        name: A programmatic name.
+        version: Its version.
+        title: A human-readable name.
+        description: What it is.
+        website_url: Where to read more.
+        icons: Icons a client may show.
+    """
+
+    name: str
+    version: str = ""
+    title: str | None = None
+    description: str | None = None
+    website_url: str | None = None
+    icons: list[Icon] | None = None
+
+
+class Annotations(_Wire, kw_only=True):
+    audience: list[str] | None = None
+    priority: float | None = None
+    last_modified: str | None = None
