@@ -17,7 +17,9 @@ This module is the entry: it checks the path and the ``Host``/``Origin`` headers
 reads a POST, and routes each message once to its era — :mod:`.modern` or
 :mod:`.legacy` — which serve it from there. With a shared session store (several
 nodes, docs/deploy.md) :mod:`.cluster` keeps this node's replicas of the sessions and
-routes what the client sends for another node; :mod:`.health` answers probes.
+routes what the client sends for another node; :mod:`.health` answers probes. With
+``sse_transport=True``, :mod:`.sse_transport` serves the deprecated HTTP+SSE transport
+(``GET /sse``, ``POST /messages``) beside it, behind the same checks.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from .legacy import LegacyEndpoint
 from .modern import ErrorStatus, ModernEndpoint, meta_protocol_version
 from .security import HostOriginGuard
 from .sessions import HttpSession, SessionManager
+from .sse_transport import SseEndpoint
 from .streams import EventStore, InMemoryEventStore
 
 __all__ = ["StreamableHTTPApp"]
@@ -97,6 +100,9 @@ class StreamableHTTPApp:
         retry_interval: float | None = 1.0,
         session_store: SessionStore | None = None,
         health_path: str | None = None,
+        sse_transport: bool = False,
+        sse_path: str = "/sse",
+        messages_path: str = "/messages",
     ) -> None:
         self.server = server
         self._running: AbstractAsyncContextManager[Any] | None = None
@@ -133,6 +139,22 @@ class StreamableHTTPApp:
             retry_ms=_retry_ms(retry_interval),
             cluster=self._cluster,
         )
+        #: The deprecated HTTP+SSE transport (2024-11-05) beside this endpoint, if enabled.
+        self.sse: SseEndpoint | None = None
+        if sse_transport:
+            self.sse = SseEndpoint(
+                server,
+                self.event_store,
+                sse_path=sse_path,
+                messages_path=messages_path,
+                max_sessions=max_sessions,
+                keepalive_interval=keepalive_interval,
+                max_session_requests=max_session_requests,
+                max_body_size=max_body_size,
+                body_timeout=body_timeout,
+                check_scopes=self._check_scopes,
+                mcp_path=self.path,
+            )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -149,12 +171,16 @@ class StreamableHTTPApp:
                 await self._ensure_started()
             if self.auth is not None and await self._metadata(scope, send):
                 return
-            self._check_path(scope)
+            sse = self.sse.route(scope) if self.sse is not None else None
+            if sse is None:
+                self._check_path(scope)
             self._guard.check(scope, headers)
             method = scope["method"]
             if self.auth is not None:
                 CURRENT.set(await self._authenticate(headers, method))  # this request's task only
-            if method == "POST":
+            if sse is not None and self.sse is not None:
+                await self.sse.serve(sse, scope, receive, send, headers)
+            elif method == "POST":
                 await self._post(receive, send, headers)
             elif method == "GET":
                 if self.draining:
@@ -218,12 +244,16 @@ class StreamableHTTPApp:
         self.draining = True
         self.server.shutdown()  # open modern subscriptions are answered and end
         self.sessions.close_streams()
+        if self.sse is not None:
+            self.sse.begin_shutdown()
 
     def close(self) -> None:
         """End every legacy session (cancel its handlers, end its streams) and every
         open modern subscription."""
         self.server.shutdown()
         self.sessions.close_all()
+        if self.sse is not None:
+            self.sse.close()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         """Serve the ASGI lifespan protocol: startup enters the server's lifespan (a
