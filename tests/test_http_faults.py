@@ -20,7 +20,6 @@ from mcpkit import (
     Client,
     ClientEvent,
     ClientOptions,
-    ConnectionClosed,
     HttpTransport,
     McpError,
     Reconnected,
@@ -143,30 +142,6 @@ async def test_a_slow_network_is_bounded_by_total_timeout(shop: tuple[Shop, Refu
     assert caught.value.reason == "total_timeout=1.5 s would pass"
     assert 2 <= len(caught.value.attempts) <= 4
     assert all(a.code == -32001 for a in caught.value.attempts)
-
-
-async def test_a_cut_connection_fails_calls_at_once_and_http_does_not_come_back(shop: tuple[Shop, Refusals, int]) -> None:
-    """The HTTP transport treats a reset connection as the end of the connection: calls
-    fail with ConnectionClosed within a second, and nothing is retried, since there is no
-    connection to retry on (docs/timeouts-and-retries.md, "Reconnection")."""
-    counts, _, port = shop
-    seen = Kinds()
-    async with FaultProxy(port) as proxy:
-        url = f"http://127.0.0.1:{proxy.port}/mcp"
-        options = ClientOptions(protocol_version=MODERN, retry=RetryPolicy(3), on_event=seen)
-        async with Client(HttpTransport(url), options) as client:
-            await client.list_tools()
-            pending = asyncio.create_task(client.call_tool("slow_lookup"))
-            assert await asyncio.to_thread(counts.looking_up.wait, 10)
-            started = time.monotonic()
-            assert proxy.cut() >= 1
-            with pytest.raises(ConnectionClosed):
-                await pending
-            assert time.monotonic() - started < 1.0
-            assert not client.is_connected
-    assert seen.of("retry") == []
-    assert len(seen.of("disconnect")) == 1
-    assert counts.calls["slow_lookup"] == 1
 
 
 async def test_a_legacy_subscription_follows_its_session_when_the_server_forgets_it() -> None:

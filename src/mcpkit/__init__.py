@@ -101,6 +101,7 @@ if TYPE_CHECKING:
     from .stores.sessions import InMemorySessionStore, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
     from .stores.tasks import InMemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
     from .transports.base import Transport
+    from .transports.http.client.sse_transport import SseTransport
     from .transports.http.client.transport import HttpTransport
     from .transports.http.server.streams import EventStore, InMemoryEventStore
     from .transports.process import StdioTransport
@@ -200,6 +201,7 @@ _EXPORTS: dict[str, str] = {
     "Server": ".server.server",
     "Transport": ".transports.base",
     "HttpTransport": ".transports.http.client.transport",
+    "SseTransport": ".transports.http.client.sse_transport",
     "EventStore": ".transports.http.server.streams",
     "InMemoryEventStore": ".transports.http.server.streams",
     "SessionStore": ".stores.sessions",
@@ -248,6 +250,7 @@ __all__ = [
     "StdioTransport",
     "RestartPolicy",
     "HttpTransport",
+    "SseTransport",
     "EventStore",
     "InMemoryEventStore",
     # several nodes (docs/deploy.md)

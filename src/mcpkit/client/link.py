@@ -2,17 +2,21 @@
 
 :class:`Link` holds the current :class:`~mcpkit.runtime.peer.Peer`. When the connection
 ends on its own after the handshake, over a transport that can restart
-(:class:`~mcpkit.runtime.channel.Restartable`: a supervised server process), it
-recovers: it waits the transport's back-off, starts it again, negotiates anew
-(legacy: ``initialize`` again), restores the log level and re-opens the subscriptions,
+(:class:`~mcpkit.runtime.channel.Restartable`: a supervised server process, or HTTP
+with ``reconnect``), it recovers: it waits the transport's back-off, starts it again,
+negotiates anew (legacy: ``initialize`` again; modern HTTP: ``server/discover`` as a
+probe), restores the log level and re-opens the subscriptions,
 then lets the calls that waited go on. Calls made meanwhile wait for that, within their
 own deadline; calls in flight at the crash failed with ``ConnectionClosed`` (a retry
 policy sends the idempotent ones again). When the transport gives up, the client is
 closed for good and every waiting call fails with the transport's reason.
 
-A transport that renews a session by itself (legacy HTTP after a 404) calls the
-``on_session_renewed`` attribute the link sets on it; the link then re-opens the
-subscriptions of the new session.
+Two hooks serve a transport that keeps going across failures (:class:`SelfHealing`:
+HTTP). One that renews a session by itself (legacy HTTP after a 404) awaits
+``on_session_renewed()``, and the link re-opens the subscriptions of the new session.
+One that lost a single request's exchange while the connection goes on calls
+``on_request_lost(id, reason)``, and the link fails just that call with
+``ConnectionClosed`` (a retry policy sends it again only if it is idempotent).
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
+from ..protocol.events import RequestId
 from ..runtime.channel import Restartable
+from ..runtime.outcome import fail_waiters
 from ..runtime.peer import Peer
 from .events import ConnectionLost, Reconnected, ReconnectFailed, ServerRestarted
 from .negotiation import negotiate
@@ -31,7 +38,7 @@ from .negotiation import negotiate
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["Link", "in_handshake"]
+__all__ = ["Link", "SelfHealing", "in_handshake"]
 
 logger = logging.getLogger("mcpkit.client")
 
@@ -42,6 +49,22 @@ _HANDSHAKE: contextvars.ContextVar[bool] = contextvars.ContextVar("mcpkit_client
 def in_handshake() -> bool:
     """Whether the current task is negotiating (its requests are part of the handshake)."""
     return _HANDSHAKE.get()
+
+
+@runtime_checkable
+class SelfHealing(Protocol):
+    """A transport with the link's hooks (``HttpTransport``): see the module's docstring."""
+
+    on_session_renewed: Callable[[], Awaitable[None]] | None
+    on_request_lost: Callable[[RequestId, str], None] | None
+
+
+@runtime_checkable
+class _Supervisor(Protocol):
+    """A transport that restarts a server process of its own (it counts the restarts)."""
+
+    @property
+    def restarts(self) -> int: ...
 
 
 class Link:
@@ -56,7 +79,6 @@ class Link:
         self.closing = False
         self._established = False
         self._task: asyncio.Task[None] | None = None
-        self._renewals: set[asyncio.Task[None]] = set()
         self._lost_at = 0.0
 
     def _new_peer(self) -> Peer:
@@ -72,12 +94,14 @@ class Link:
 
     async def open(self) -> None:
         """Start the transport and negotiate. Raises what they raise (the caller closes)."""
+        transport = self._client.transport
+        if isinstance(transport, SelfHealing):
+            transport.on_session_renewed = self.session_renewed
+            transport.on_request_lost = self.request_lost
         peer = self._new_peer()
         await peer.start()
         await self._handshake(restore=False)
         self._established = True
-        if hasattr(self._client.transport, "session_id"):  # it may renew its session by itself
-            self._client.transport.on_session_renewed = self.session_renewed  # type: ignore[attr-defined]
 
     async def _handshake(self, *, restore: bool) -> None:
         """Negotiate (and, after a restart, restore what the old connection had) with
@@ -86,9 +110,26 @@ class Link:
         try:
             await negotiate(self._client)
             if restore:
+                await self._probe()
                 await self._restore(renewed=False)
         finally:
             _HANDSHAKE.reset(token)
+
+    async def _probe(self) -> None:
+        """After reconnecting to a server that is not ours to start (HTTP) in a pinned
+        modern revision, negotiating sent nothing: ask ``server/discover``, so that a
+        server still unreachable fails this attempt (and the back-off goes on) instead
+        of the next call. Any answer will do, an error too. Raises
+        :class:`ConnectionClosed` or :class:`RequestTimeout`."""
+        client = self._client
+        options = client.options
+        if isinstance(client.transport, _Supervisor) or client.era != "modern" or options.protocol_version is None:
+            return
+        try:
+            await client.discover(timeout=options.discover_timeout)
+        except McpError as exc:
+            if exc.local:
+                raise
 
     @property
     def connected(self) -> bool:
@@ -154,10 +195,14 @@ class Link:
         client = self._client
         transport = client.transport
         assert isinstance(transport, Restartable)
-        restarts = 0
+        supervised = isinstance(transport, _Supervisor)  # else HTTP: nothing is restarted, it is reached again
+        attempts = 0
         while True:
-            restarts += 1
-            client._events.emit(ServerRestarted(getattr(transport, "restarts", restarts), delay, reason))
+            attempts += 1
+            if isinstance(transport, _Supervisor):
+                client._events.emit(ServerRestarted(transport.restarts, delay, reason))
+            else:
+                logger.info("reconnecting (attempt %d) in %.2f s: %s", attempts, delay, reason)
             await asyncio.sleep(delay)
             peer = self._new_peer()
             try:
@@ -174,7 +219,7 @@ class Link:
             break
         downtime = asyncio.get_running_loop().time() - self._lost_at
         self._finish()
-        client._events.emit(Reconnected("server restarted", downtime))
+        client._events.emit(Reconnected("server restarted" if supervised else "reconnected", downtime))
         if peer.is_closed:  # it broke again while we restored: start over
             self._on_close(peer.closed.result())
 
@@ -223,18 +268,27 @@ class Link:
         self._client._events.emit(ReconnectFailed(error))
         self._finish()
 
-    def session_renewed(self) -> None:
+    async def session_renewed(self) -> None:
         """The transport opened a new session by itself: restore the log level and
-        re-open the subscriptions, in a task."""
-        if self.closing:
+        re-open the subscriptions (the transport runs this in a task of its own, which
+        closing it cancels). Nothing to do while closing or recovering (the recovery
+        restores them)."""
+        if self.closing or self.recovery is not None or not self._established:
             return
-        task = asyncio.get_running_loop().create_task(self._resubscribe())
-        self._renewals.add(task)
-        task.add_done_callback(self._renewals.discard)
-
-    async def _resubscribe(self) -> None:
         await self._restore(renewed=True)
         self._client._events.emit(Reconnected("session renewed", 0.0))
+
+    def request_lost(self, rid: RequestId, reason: str) -> None:
+        """The transport lost the exchange of request ``rid`` alone (``reason``): its
+        caller gets ``ConnectionClosed`` now, and the connection goes on. Nothing
+        happens if the request is no longer awaited."""
+        peer = self.peer
+        if peer is None or peer.is_closed:
+            return
+        out, _ = peer.engine.cancel(rid)  # forgotten; nothing is sent: its connection is gone
+        if out is not None:
+            logger.info("request %r lost: %s", rid, reason)
+            fail_waiters([out], lambda: ConnectionClosed(f"Connection closed: {reason}"))
 
     # --- closing -------------------------------------------------------------------------------
 
@@ -244,8 +298,6 @@ class Link:
         task = self._task
         if task is not None:
             task.cancel()
-        for renewal in list(self._renewals):
-            renewal.cancel()
         if self.recovery is not None:
             self.failed = ConnectionClosed("Connection closed by the client")
             self._finish()

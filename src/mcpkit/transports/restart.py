@@ -1,4 +1,5 @@
-"""When to restart a supervised server process, and when to stop trying.
+"""When to restart a supervised server process (or reconnect to an HTTP server), and
+when to stop trying.
 
 A :class:`RestartPolicy` allows ``max_restarts`` restarts within any ``window`` seconds,
 each after a delay that grows with the crashes in that window (``initial_delay``, then
@@ -6,6 +7,12 @@ times ``multiplier``, at most ``max_delay``). One crash more than that within th
 window, and the server is given up on. Crashes older than the window are forgotten, so a
 server that fails now and then is restarted every time; one that fails at once on every
 start is not restarted for ever.
+
+The same policy bounds HTTP reconnection (``HttpTransport(..., reconnect=...)``): there
+every failed attempt to reach the server counts as a crash, so ``max_restarts`` is how
+many attempts are made within ``window`` before giving up. :data:`RECONNECT` is its
+default, more patient than a process's: a server that restarts (a deploy) is often
+gone for seconds, not a fraction of one.
 """
 
 from __future__ import annotations
@@ -14,14 +21,16 @@ import dataclasses
 import math
 from collections import deque
 
-__all__ = ["RestartPolicy", "CrashLog"]
+__all__ = ["RestartPolicy", "CrashLog", "RECONNECT"]
 
 
 @dataclasses.dataclass(frozen=True)
 class RestartPolicy:
     """How a supervised server process is restarted after it exits unexpectedly
     (``StdioTransport(..., restart=RestartPolicy(...))``; ``restart=True`` uses the
-    defaults).
+    defaults), or how an HTTP client reconnects to a server it cannot reach
+    (``HttpTransport(..., reconnect=RestartPolicy(...))``, each failed attempt a crash;
+    ``reconnect=True`` uses :data:`RECONNECT`).
 
     At most ``max_restarts`` restarts within ``window`` seconds; the k-th crash within
     the window waits ``initial_delay * multiplier ** (k - 1)`` seconds (at most
@@ -47,6 +56,11 @@ class RestartPolicy:
             raise ValueError("initial_delay must be between 0 and max_delay")
         if not (math.isfinite(self.multiplier) and self.multiplier >= 1):
             raise ValueError("multiplier must be at least 1")
+
+
+#: HTTP reconnection's default: 8 attempts within a minute, waiting 0.1 s doubling to at
+#: most 5 s (about 16 s of back-off in all) before the client gives up.
+RECONNECT = RestartPolicy(max_restarts=8, window=60.0, initial_delay=0.1, multiplier=2.0, max_delay=5.0)
 
 
 class CrashLog:

@@ -3,7 +3,9 @@
 Every HTTP exchange runs in a task of its own, spawned here so that :meth:`Connection.lost`
 and the transport's ``close`` can cancel them all. The connection ends once, by either
 route: ``close`` (reason ``"closed"``) or a server that cannot be reached (the reason
-names the failure); ``on_close`` is reported exactly once.
+names the failure); ``on_close`` is reported exactly once. After it was lost it may be
+started again (:meth:`Connection.restart`): a new connection, with new callbacks, once
+the old one's tasks are gone.
 """
 
 from __future__ import annotations
@@ -35,6 +37,22 @@ class Connection:
         """Install the callbacks the transport was started with."""
         self._on_message = on_message
         self._on_close = on_close
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called (the connection is, or was, open)."""
+        return self._on_message is not None
+
+    async def restart(self, grace: float) -> None:
+        """Before starting again: cancel every task of the old connection and wait (at
+        most ``grace`` seconds) until they are gone, so that none of them reports to
+        the new callbacks; then forget that it ended. Cancellation propagates (the
+        tasks are cancelled all the same)."""
+        tasks = self.cancel_others()
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        self._on_message = self._on_close = None
+        self.closed = self.dead = self._reported = False
 
     @property
     def sending(self) -> bool:

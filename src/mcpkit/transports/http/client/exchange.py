@@ -1,9 +1,12 @@
 """One HTTP exchange with the server: start it, read a bounded body, tell its content type.
 
 Connecting is bounded by ``connect_timeout``; reading a response is not (a request's
-deadline is the client's business, docs/http.md). A server that cannot be reached, or
-that drops the connection before answering, raises :class:`Lost`: the connection as a
-whole is over. httpx is imported here, lazily, when the transport starts.
+deadline is the client's business, docs/http.md). A server that cannot be reached raises
+:class:`Lost`: the connection as a whole is over (the client reconnects, or ends). One
+that drops the connection of an exchange before answering raises :class:`Dropped`: that
+exchange is over, and nothing is known of the others (a kept-alive connection that died
+with the node behind a load balancer, say). httpx is imported here, lazily, when the
+transport starts.
 """
 
 from __future__ import annotations
@@ -17,13 +20,26 @@ from .settings import Settings
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["Lost", "HttpExchange", "content_type"]
+__all__ = ["Lost", "Dropped", "HttpExchange", "content_type", "broke"]
 
 logger = logging.getLogger("mcpkit.http")
 
 
 class Lost(Exception):
     """The server could not be reached: the connection as a whole is over."""
+
+
+class Dropped(Lost):
+    """The connection of one exchange broke before its response was complete (reset,
+    closed, or a kept-alive connection that had died): that request's outcome is
+    unknown, but the server may well be there. A part that cannot tell one exchange from
+    the connection (the legacy GET stream, a notification) handles it as :class:`Lost`."""
+
+
+def broke(resp: httpx.Response) -> bool:
+    """Whether reading ``resp``'s body to its end was stopped by a transport error
+    (httpx closes a response itself only once its body was read to the end)."""
+    return not resp.is_closed
 
 
 def content_type(resp: httpx.Response) -> str:
@@ -58,8 +74,9 @@ class HttpExchange:
     async def send(self, verb: str, headers: dict[str, str], body: bytes | None = None, timeout: Any = None) -> httpx.Response:
         """Start an exchange and return the response with its body unread (the caller
         closes it). A body is sent as ``application/json`` (added to ``headers``).
-        Raises :class:`Lost` if the server cannot be reached or drops the connection
-        before answering, ``httpx.TimeoutException`` if it is too slow to answer."""
+        Raises :class:`Lost` if the server cannot be reached, :class:`Dropped` if the
+        connection breaks before the response starts, ``httpx.TimeoutException`` if it
+        is too slow to answer."""
         import httpx
 
         assert self._client is not None
@@ -72,7 +89,10 @@ class HttpExchange:
         except httpx.TransportError as exc:
             if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
                 raise  # slow, not gone: this exchange fails, the connection does not
-            raise Lost(f"{verb} {url} failed: {type(exc).__name__}: {exc}".rstrip(": ")) from None
+            what = f"{verb} {url} failed: {type(exc).__name__}: {exc}".rstrip(": ")
+            if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)):
+                raise Lost(what) from None  # nobody there
+            raise Dropped(what) from None  # reset, or a kept-alive connection that was dead
 
     async def read(self, resp: httpx.Response, limit: int) -> tuple[bytes, bool]:
         """Up to ``limit`` bytes of the body, and whether that is all of it (False too
@@ -112,3 +132,11 @@ class HttpExchange:
                 await self._client.aclose()
             except Exception:
                 logger.debug("closing the HTTP client failed", exc_info=True)
+
+    async def renew(self) -> None:
+        """Before starting again after a lost connection: close the client if it was
+        created here, so that :meth:`open` makes a new one (with none of the old pool's
+        dead connections). A client that was given is kept."""
+        if self._owns_client and self._client is not None:
+            await self.aclose()
+            self._client = None

@@ -6,12 +6,20 @@ whose body is a JSON-RPC error is that response; otherwise one is made up here (
 -32603) whose message names the status and quotes at most 512 bytes of the body, with
 ``data={"status": ..., "body": ...}`` and ``"retryAfter"`` when the server sent
 ``Retry-After``.
+
+A request whose own connection broke (:meth:`Failures.lost`) is another matter: its
+outcome is unknown, and the client's caller must get ``ConnectionClosed`` for it (a
+retry policy sends it again only if it is idempotent) while the other requests go on.
+The transport cannot say that with a JSON-RPC message, so it calls the
+``on_request_lost(id, reason)`` hook the client sets on it; without one, the error
+response says so in its ``data`` (``{"connection": "lost"}``). Once a request's stream
+broke, whatever failure follows for it (its resumption was refused, say) is a loss too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -24,12 +32,21 @@ from .wire import EXCERPT, decode_in
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ExchangeFailed", "Failures", "Emit", "Deliver"]
+__all__ = ["ExchangeFailed", "Failures", "Emit", "Deliver", "OnRequestLost", "LossHook"]
 
 #: Hands one inbound message on.
 Emit = Callable[[bytes], None]
 #: :meth:`~.inbound.Inbound.deliver`: whether the message answered the request, None if it is no JSON-RPC message.
 Deliver = Callable[[bytes, RequestId | None], bool | None]
+#: ``on_request_lost(id, reason)``: the connection of request ``id`` broke; fail just that request.
+OnRequestLost = Callable[[RequestId, str], None]
+
+
+class LossHook(Protocol):
+    """Where the client's ``on_request_lost`` hook is found (``HttpTransport``)."""
+
+    @property
+    def on_request_lost(self) -> OnRequestLost | None: ...
 
 
 class ExchangeFailed(Exception):
@@ -44,14 +61,41 @@ class ExchangeFailed(Exception):
 
 class Failures:
     """Delivers error responses for the transport's requests through ``emit`` (made up)
-    or ``deliver`` (a JSON-RPC error body the server sent)."""
+    or ``deliver`` (a JSON-RPC error body the server sent), and reports lost requests
+    to ``hooks.on_request_lost`` (without ``hooks``, as error responses)."""
 
-    def __init__(self, emit: Emit, deliver: Deliver) -> None:
+    def __init__(self, emit: Emit, deliver: Deliver, hooks: LossHook | None = None) -> None:
         self._emit = emit
         self._deliver = deliver
+        self._hooks = hooks
+        self._broken: set[RequestId] = set()  # requests whose stream broke
+
+    def broke(self, rid: RequestId) -> None:
+        """Request ``rid``'s response stream broke: any failure that follows for it is a
+        loss (:meth:`lost`), until :meth:`forget`."""
+        self._broken.add(rid)
+
+    def forget(self, rid: RequestId) -> None:
+        """Request ``rid``'s exchange is over."""
+        self._broken.discard(rid)
+
+    def lost(self, rid: RequestId, reason: str) -> None:
+        """The connection of request ``rid`` broke before its response: report it to
+        the client's ``on_request_lost`` hook (its caller gets ``ConnectionClosed``), or
+        without one deliver an error response with ``data={"connection": "lost"}``."""
+        self._broken.discard(rid)
+        hook = self._hooks.on_request_lost if self._hooks is not None else None
+        if hook is not None:
+            hook(rid, reason)
+        else:
+            self.fail(rid, flatten_text(f"Connection lost: {reason}", EXCERPT), {"connection": "lost"})
 
     def fail(self, rid: RequestId, message: str, data: Any = None) -> None:
-        """Deliver a synthesized error response (-32603) for request ``rid``."""
+        """Deliver a synthesized error response (-32603) for request ``rid`` (a loss
+        instead if its stream broke)."""
+        if rid in self._broken:
+            self.lost(rid, f"the response stream broke, then: {message}")
+            return
         error: dict[str, Any] = {"code": INTERNAL_ERROR, "message": message}
         if data is not None:
             error["data"] = data
@@ -60,7 +104,10 @@ class Failures:
     def fail_http(self, rid: RequestId, resp: httpx.Response, raw: bytes, what: str = "") -> None:
         """Deliver an error response for request ``rid`` naming ``resp``'s status (after
         ``what``, if given) and quoting the start of its body ``raw``."""
-        excerpt = flatten_text(raw[: EXCERPT * 4], EXCERPT)
+        if rid in self._broken:
+            self.lost(rid, f"the response stream broke, then: {what + ': ' if what else ''}HTTP {resp.status_code}")
+            return
+        excerpt = flatten_text(raw[: EXCERPT * 4], EXCERPT).strip()
         head = f"{what + ': ' if what else ''}HTTP {resp.status_code} {resp.reason_phrase}".rstrip()
         data: dict[str, Any] = {"status": resp.status_code, "body": excerpt}
         if "retry-after" in resp.headers:

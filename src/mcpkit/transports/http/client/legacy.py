@@ -6,15 +6,17 @@ and, once accepted, opens the GET stream of server-initiated messages. A 404 for
 session re-initialises once, transparently, with the remembered ``initialize`` params.
 A dropped response stream is resumed. Cancelling a request POSTs
 ``notifications/cancelled``, then closes its stream. Closing the transport DELETEs the
-session (docs/http.md).
+session (docs/http.md). When the connection was lost and the transport starts again,
+the session is forgotten (:meth:`LegacySession.forget`): the client's handshake opens a
+new one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -35,11 +37,22 @@ from .wire import ACCEPT_BOTH, EXCERPT, SSE, decode_version
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["LegacySession", "LegacyMessage", "LegacyRequest"]
+__all__ = ["LegacySession", "LegacyMessage", "LegacyRequest", "LegacySettings", "OnSessionRenewed"]
 
 logger = logging.getLogger("mcpkit.http")
 
 _INITIALIZED = "notifications/initialized"
+
+#: ``await on_session_renewed()``: the transport opened a new session by itself (after a
+#: 404); the client re-opens its subscriptions in it.
+OnSessionRenewed = Callable[[], Awaitable[None]]
+
+
+class LegacySettings(Settings, Protocol):
+    """The transport's settings, and the hook the client sets for renewed sessions."""
+
+    @property
+    def on_session_renewed(self) -> OnSessionRenewed | None: ...
 
 
 def _expired(why: str) -> ExchangeFailed:
@@ -51,7 +64,7 @@ class LegacySession:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: LegacySettings,
         conn: Connection,
         http: HttpExchange,
         notifier: Notifier,
@@ -74,6 +87,15 @@ class LegacySession:
     def claim(self, params: dict[str, Any] | None) -> LegacyMessage:
         """The era part of a message that is not modern."""
         return LegacyMessage(self, params)
+
+    def forget(self) -> None:
+        """The connection was lost and starts again: close the GET stream and forget the
+        session (the server may be a new one), so that the next ``initialize`` opens a
+        new one. Nothing is sent."""
+        self._listener.stop()
+        self.session_id = self.version = None
+        self._init_params = None
+        self._barrier = None
 
     def headers(self, accept: str | None = ACCEPT_BOTH) -> dict[str, str]:
         """The headers of a request in the session: the session id and the negotiated
@@ -142,8 +164,9 @@ class LegacySession:
     async def reinitialize(self, stale: str | None) -> None:
         """The server forgot session ``stale``. Open a new one with the remembered
         ``initialize`` params (once, however many requests noticed), then POST
-        ``notifications/initialized`` (which reopens the GET stream), then call the
-        transport's ``on_session_renewed()`` if the client set one. Raises
+        ``notifications/initialized`` (which reopens the GET stream), then run the
+        transport's ``on_session_renewed()``, if the client set one, in a task of its own
+        (its requests must not wait for this lock). Raises
         :class:`~.failures.ExchangeFailed` or :class:`~.exchange.Lost`."""
         async with self._reinit_lock:
             if self.session_id != stale:
@@ -162,15 +185,23 @@ class LegacySession:
             logger.info("legacy session expired; opened a new one")
             note = encode({"jsonrpc": "2.0", "method": _INITIALIZED})
             await self._post(_INITIALIZED, note)  # starts the GET stream
-            renewed = getattr(self._settings, "on_session_renewed", None)  # set by the client: resubscribe
+            renewed = self._settings.on_session_renewed
             if renewed is not None:
-                renewed()
+                self._conn.spawn(_run(renewed))
 
     async def end(self) -> None:
         """DELETE the session, if there is one and the server is reachable (errors
         ignored, within ``delete_timeout``)."""
         if self.session_id is not None and not self._conn.dead:
             await self._http.delete(self.headers(None), self._settings.delete_timeout)
+
+
+async def _run(hook: OnSessionRenewed) -> None:
+    """Await ``hook()``; what it raises is logged (nobody awaits this task)."""
+    try:
+        await hook()
+    except Exception:
+        logger.exception("on_session_renewed failed")
 
 
 class LegacyMessage:

@@ -8,12 +8,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ....protocol.errors import flatten_text
 from .connection import Connection
-from .exchange import HttpExchange, Lost
+from .exchange import Dropped, HttpExchange, Lost
 from .settings import Settings
 from .wire import ERROR_BODY_LIMIT, EXCERPT
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Notifier", "WITHDRAWAL_GRACE"]
 
@@ -45,20 +49,23 @@ class Notifier:
         when the POST starts; call ``on_accepted`` once the server took it; cancel
         ``then_cancel`` :data:`WITHDRAWAL_GRACE` seconds after it went (well or not: a
         cancelled request's stream is read on meanwhile). Never raises but ``CancelledError``:
-        a server that cannot be reached is reported as the connection lost, any other
-        failure is logged."""
+        a server that cannot be reached is reported as the connection lost; a POST whose
+        connection is reset (a kept-alive connection a load balancer dropped) is sent
+        once more on a new one, and then logged; any other failure is logged."""
         try:
-            resp = await self._http.send("POST", headers(), body, self._settings.notification_timeout)
+            resp = await self._send(what, body, headers)
             try:
                 if not 200 <= resp.status_code < 300:
                     raw, _ = await self._http.read(resp, ERROR_BODY_LIMIT)
-                    excerpt = flatten_text(raw[: EXCERPT * 4], EXCERPT)
+                    excerpt = flatten_text(raw[: EXCERPT * 4], EXCERPT).strip()
                     logger.warning("the server refused %s: HTTP %d %s", what, resp.status_code, excerpt)
                     return
             finally:
                 await resp.aclose()
             if on_accepted is not None:
                 on_accepted()
+        except Dropped:
+            logger.warning("could not send %s: the connection was reset twice", what)
         except Lost as exc:
             self._conn.lost(str(exc))
         except Exception:
@@ -68,3 +75,13 @@ class Notifier:
                 # Read on a little: the server may still withdraw, on this stream, the
                 # requests it sent us for the cancelled one (its response is dropped).
                 asyncio.get_running_loop().call_later(WITHDRAWAL_GRACE, then_cancel.cancel)
+
+    async def _send(self, what: str, body: bytes, headers: Callable[[], dict[str, str]]) -> httpx.Response:
+        """POST once; after a reset connection, once more (nobody awaits a notification,
+        so a dead kept-alive connection must not lose it, nor end the connection).
+        Raises :class:`Dropped` or :class:`Lost` as :meth:`HttpExchange.send` does."""
+        try:
+            return await self._http.send("POST", headers(), body, self._settings.notification_timeout)
+        except Dropped:
+            logger.info("sending %s again: its connection was reset", what)
+            return await self._http.send("POST", headers(), body, self._settings.notification_timeout)

@@ -4,20 +4,25 @@ The request's :class:`~.route.Route` (its era's part) says what to wait for, whi
 headers to send, whether a refused POST is worth one more try and what an SSE response
 that ends early means; the runner does the rest the same way in both eras. Whatever
 happens, the awaiting caller gets a response: the server's, or an error made up in
-its place (docs/http.md, "The client side"); a server that cannot be reached ends the connection.
+its place (docs/http.md, "The client side"). A server that cannot be reached ends the
+connection; a request whose own connection breaks before its response (reset, or a
+kept-alive connection that had died) is lost alone — its caller gets ``ConnectionClosed``
+(:meth:`~.failures.Failures.lost`) and the other requests go on. A legacy stream that
+broke is resumed first; if that fails too, the request is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ....protocol.errors import flatten_text
 from ....protocol.events import RequestId
 from ....protocol.sse import SSEParser
 from .connection import Connection
-from .exchange import HttpExchange, Lost, content_type
+from .exchange import Dropped, HttpExchange, Lost, broke, content_type
 from .failures import ExchangeFailed, Failures
 from .inbound import Inbound
 from .route import InFlight, Route
@@ -53,6 +58,9 @@ class RequestRunner:
         self._failures = failures
         self._streams = streams
         self._pending = pending
+        #: Asked first when a request's first POST is refused: (id, method, status, body) ->
+        #: whether the request went another way (HttpTransport's fallback, sse_fallback.py).
+        self.divert: Callable[[RequestId, str, int, bytes], Awaitable[bool]] | None = None
 
     async def run(self, rid: RequestId, route: Route, body: bytes) -> None:
         """POST request ``rid`` and deliver its response, or an error response in its
@@ -61,22 +69,30 @@ class RequestRunner:
         ``pending`` when done."""
         try:
             await self._exchange(rid, route, body)
+        except Dropped as exc:
+            logger.info("HTTP exchange for %s lost: %s", route.method, exc)
+            self._failures.lost(rid, str(exc))
         except Lost as exc:
             self._conn.lost(str(exc))
         except ExchangeFailed as exc:
             self._failures.fail(rid, exc.message, exc.data)
         except Exception as exc:
-            logger.exception("HTTP exchange for %s failed", route.method)
-            self._failures.fail(rid, flatten_text(f"HTTP transport error: {type(exc).__name__}: {exc}", EXCERPT))
+            # Delivered to the caller as this request's error (an OAuth login that
+            # failed, say), so one line here; the traceback only when debugging.
+            text = flatten_text(f"{type(exc).__name__}: {exc}", EXCERPT)
+            logger.warning("HTTP exchange for %s failed: %s", route.method, text, exc_info=logger.isEnabledFor(logging.DEBUG))
+            self._failures.fail(rid, f"HTTP transport error: {text}")
         finally:
+            self._failures.forget(rid)
             entry = self._pending.get(rid)
             if entry is not None and entry.task is asyncio.current_task():
                 del self._pending[rid]
 
     async def _exchange(self, rid: RequestId, route: Route, body: bytes) -> None:
         """POST, and once more if the route asks after a refusal. Raises
-        :class:`~.exchange.Lost`, :class:`~.failures.ExchangeFailed`, and whatever
-        httpx raises for a server too slow to answer."""
+        :class:`~.exchange.Lost` (:class:`~.exchange.Dropped` for this request alone),
+        :class:`~.failures.ExchangeFailed`, and whatever httpx raises for a server too
+        slow to answer."""
         await route.ready()
         for attempt in (1, 2):
             resp = await self._http.send("POST", route.headers(), body)
@@ -86,6 +102,8 @@ class RequestRunner:
                     await self._consume(resp, rid, route)
                     return
                 raw, _ = await self._http.read(resp, ERROR_BODY_LIMIT)
+                if attempt == 1 and self.divert is not None and await self.divert(rid, route.method, resp.status_code, body):
+                    return
                 if attempt == 2 or not await route.should_retry(resp.status_code, raw):
                     self._failures.refused(rid, resp, raw)
                     return
@@ -94,7 +112,8 @@ class RequestRunner:
             await route.before_retry()
 
     async def _consume(self, resp: httpx.Response, rid: RequestId, route: Route) -> None:
-        """Deliver the response to request ``rid`` from a 2xx (or an error standing in)."""
+        """Deliver the response to request ``rid`` from a 2xx (or an error standing in).
+        Raises :class:`~.exchange.Dropped` if the connection breaks while reading it."""
         status = resp.status_code
         if content_type(resp) == SSE:
             await self._read_stream(resp, rid, route)
@@ -105,10 +124,9 @@ class RequestRunner:
         limit = self._settings.max_message_size
         raw, complete = await self._http.read(resp, limit)
         if not complete:
-            if len(raw) >= limit:
-                self._failures.fail(rid, f"The response exceeds the size limit of {limit} bytes", {"status": status})
-            else:
-                self._failures.fail_http(rid, resp, raw, "Connection lost while reading the response")
+            if len(raw) < limit:
+                raise Dropped(f"the connection broke while reading the response to {route.method} (HTTP {status})")
+            self._failures.fail(rid, f"The response exceeds the size limit of {limit} bytes", {"status": status})
             return
         answered = self._inbound.deliver(raw, rid)
         if answered is None:
@@ -118,12 +136,19 @@ class RequestRunner:
 
     async def _read_stream(self, resp: httpx.Response, rid: RequestId, route: Route) -> None:
         """Deliver an SSE response's events; if it ends before the response, the route
-        decides what that means."""
+        decides what that means. A stream broken by a transport error with nothing to
+        resume from raises :class:`~.exchange.Dropped`; one that can be resumed is, and
+        if that fails the request is lost all the same."""
         parser = SSEParser(self._settings.max_message_size)
         try:
             answered, _ = await self._streams.pump(resp, parser, rid)
         except ValueError as exc:
             self._failures.fail(rid, f"Invalid response stream: {exc}")
             return
-        if not answered:
-            await route.stream_ended(resp, parser, rid)
+        if answered:
+            return
+        if broke(resp):
+            if not parser.last_event_id:
+                raise Dropped(f"the connection broke before the response to {route.method} arrived")
+            self._failures.broke(rid)
+        await route.stream_ended(resp, parser, rid)

@@ -35,18 +35,21 @@ import msgspec
 from msgspec import UNSET
 
 from ....protocol.engine import is_request_id
+from ....protocol.errors import ConnectionClosed
 from ....protocol.events import RequestId
 from ....runtime.channel import OnClose, OnMessage
+from ...restart import RECONNECT, CrashLog, RestartPolicy
 from .connection import Connection
 from .exchange import HttpExchange
-from .failures import Failures
+from .failures import Failures, OnRequestLost
 from .inbound import Inbound
-from .legacy import LegacySession
+from .legacy import LegacySession, OnSessionRenewed
 from .modern import ModernEra
 from .notifier import Notifier
 from .private import PrivateRequests
 from .route import EraMessage, InFlight
 from .runner import RequestRunner
+from .sse_fallback import SseFallback
 from .streams import Streams
 from .wire import decode_out
 
@@ -71,7 +74,18 @@ class HttpTransport:
     bounds one inbound message. A dropped legacy SSE stream is resumed with
     ``Last-Event-ID`` up to ``max_reconnects`` times in a row without progress, waiting
     the server's ``retry`` or else ``reconnect_delay`` seconds, doubling. ``listen``
-    opens the legacy GET stream for server-initiated messages.
+    opens the legacy GET stream for server-initiated messages. ``sse_fallback`` (on by
+    default): if the server refuses the first POST with 400, 404 or 405 and a GET of the
+    URL opens the deprecated HTTP+SSE transport of 2024-11-05, the connection continues
+    over it (an :class:`~mcpkit.SseTransport`, legacy era), as the 2025-11-25 spec asks.
+
+    ``reconnect`` (on by default: ``True`` is :data:`~mcpkit.transports.restart.RECONNECT`,
+    or a :class:`~mcpkit.RestartPolicy`; ``False`` turns it off) lets the client get the
+    connection back when the server cannot be reached: it starts the transport again
+    after the policy's back-off, negotiates anew (legacy: a new session, its
+    subscriptions re-opened) and gives up, with a ``ConnectionClosed`` that says so,
+    after more failed attempts within the policy's window than it allows
+    (docs/timeouts-and-retries.md, "Reconnection").
 
     Nothing here raises to the caller of :meth:`send`. Failures become messages:
     an HTTP error with a JSON-RPC error body is delivered as the response to that
@@ -80,8 +94,11 @@ class HttpTransport:
     whose message names the status and quotes at most 512 bytes of the body, with
     ``data={"status": ..., "body": ...}`` (and ``"retryAfter"`` when the server sent
     ``Retry-After``), so the awaiting caller gets an ``McpError``.
-    A connection that cannot be made or is reset reports ``on_close`` (every pending
-    request then fails with ``ConnectionClosed``). Failed notifications are logged.
+    A server that cannot be reached reports ``on_close`` (every pending request then
+    fails with ``ConnectionClosed``). A request whose own connection breaks before its
+    response (reset, a kept-alive connection that had died) fails alone: the transport
+    calls ``on_request_lost(id, reason)``, which the client sets to fail that call with
+    ``ConnectionClosed``. Failed notifications are logged.
 
     Cancellation: when the engine sends ``notifications/cancelled`` for a modern
     request, the request's response stream is closed (that is the cancellation on this
@@ -103,6 +120,8 @@ class HttpTransport:
         notification_timeout: float = 30.0,
         delete_timeout: float = 2.0,
         listen: bool = True,
+        reconnect: bool | RestartPolicy = True,
+        sse_fallback: bool = True,
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
@@ -114,17 +133,27 @@ class HttpTransport:
         self.notification_timeout = notification_timeout
         self.delete_timeout = delete_timeout
         self.listen = listen
+        self.sse_fallback = sse_fallback
+        #: How the connection is got back once the server cannot be reached (None: it is not).
+        self.reconnect_policy = RECONNECT if reconnect is True else (reconnect or None)
+        self._lost = CrashLog(self.reconnect_policy) if self.reconnect_policy is not None else None
+        #: Set by the client: ``await on_session_renewed()`` after a new legacy session was opened by itself.
+        self.on_session_renewed: OnSessionRenewed | None = None
+        #: Set by the client: ``on_request_lost(id, reason)`` fails that request alone with ``ConnectionClosed``.
+        self.on_request_lost: OnRequestLost | None = None
         self._conn = Connection()
         self._http = HttpExchange(self, http_client)
         self._pending: dict[RequestId, InFlight] = {}  # requests whose exchange is running
         inbound = Inbound(self._conn.emit, self._pending)
-        failures = Failures(self._conn.emit, inbound.deliver)
+        failures = Failures(self._conn.emit, inbound.deliver, self)
         streams = Streams(self, self._http, inbound.deliver, failures)
         private = PrivateRequests(self, self._http, inbound, streams)
         notifier = Notifier(self, self._http, self._conn)
         self._modern = ModernEra(self, self._conn, notifier, private, failures)
         self._legacy = LegacySession(self, self._conn, self._http, notifier, private, streams)
         self._runner = RequestRunner(self, self._http, self._conn, inbound, failures, streams, self._pending)
+        self._fallback = SseFallback(self, self._conn, http_client, self.send)  # the old transport, if it comes to that
+        self._runner.divert = self._fallback.divert
 
     @property
     def session_id(self) -> str | None:
@@ -138,14 +167,38 @@ class HttpTransport:
 
     async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
         """Prepare the HTTP client. Connects lazily: an unreachable server shows up as
-        ``on_close`` when the first message is sent."""
+        ``on_close`` when the first message is sent. Started again (after the connection
+        was lost), it first ends what is left of the old one: its exchanges, the legacy
+        session (forgotten, not deleted) and the HTTP client's pool if we own it."""
+        if self._conn.started:
+            await self._conn.restart(self.delete_timeout)
+            self._pending.clear()
+            self._legacy.forget()
+            await self._http.renew()
+            await self._fallback.reset()
         self._http.open()
         self._conn.start(on_message, on_close)
+
+    def restart_delay(self, reason: str) -> float | None:
+        """The server could not be reached (``reason``): the seconds to wait before
+        :meth:`start` may try again, or None without ``reconnect`` (or after
+        :meth:`close`). Every failed attempt counts; raises :class:`~mcpkit.ConnectionClosed`
+        once the policy gives up."""
+        lost = self._lost
+        if lost is None or self._conn.closed:
+            return None
+        delay = lost.crashed(asyncio.get_running_loop().time())
+        if delay is None:
+            raise ConnectionClosed(
+                f"Could not reconnect to {self.url}: the connection failed {lost.recent} times within "
+                f"{lost.policy.window:g} s; not trying again (last: {reason})"
+            )
+        return delay
 
     def send(self, data: bytes) -> None:
         """POST one message (in a task; never blocks, never raises). Dropped after
         :meth:`close` or once the connection is lost."""
-        if not self._conn.sending:
+        if not self._conn.sending or self._fallback.takes(data):
             return
         try:
             msg = decode_out(data)
@@ -181,8 +234,9 @@ class HttpTransport:
             self._legacy.cancel(body, None)
 
     async def drain(self) -> None:
-        """Nothing to wait for: each message is its own HTTP request."""
-        return None
+        """Nothing to wait for: each message is its own HTTP request (but the old
+        transport's, after a fallback, may have some)."""
+        await self._fallback.drain()
 
     async def close(self) -> None:
         """Cancel every exchange in flight, end the legacy session (DELETE, errors
@@ -195,6 +249,7 @@ class HttpTransport:
         try:
             if tasks:
                 await asyncio.wait(tasks, timeout=self.delete_timeout)
+            await self._fallback.close()
             await self._legacy.end()
         finally:
             await self._http.aclose()
