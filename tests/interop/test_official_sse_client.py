@@ -7,7 +7,8 @@ In both of the client's modes — ``"legacy"`` (``initialize``) and ``"auto"`` (
 ``server/discover`` probe, which the HTTP+SSE transport answers with an error, then
 ``initialize``) — it initializes, lists and calls tools, hears log messages, reads a
 resource and answers the server's questions (elicitation, sampling, roots); with authorization it passes its bearer token on
-both endpoints. Every test body runs under a deadline.
+both endpoints; mounted under a prefix in Starlette, it follows the endpoint event there.
+Every test body runs under a deadline.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from mcp.client.client import Client as OfficialClient
 from mcp.client.sse import sse_client
 
-from conftest import LEGACY, free_port, listening, server_command
+from conftest import LEGACY, free_port, listening, serve_in_thread, server_command
 
 pytestmark = pytest.mark.timeout(60)
 LIMIT = 30.0  # seconds for a whole test body
@@ -109,3 +110,29 @@ async def test_official_sse_client_with_a_bearer_token(guarded_url: tuple[str, A
         transport = sse_client(url, headers={"authorization": "Bearer alice-token"})
         async with OfficialClient(transport, mode="legacy", read_timeout_seconds=10) as client:
             assert text_of(await client.call_tool("echo", {"text": "signed"})) == "signed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_official_sse_client_under_a_mount_prefix(mode: str) -> None:
+    """``Mount("/api/v1", app)`` in Starlette: the endpoint event names
+    ``/api/v1/messages?...``, which the client checks against the stream's origin and
+    POSTs to (with or without a trailing slash on the stream's URL)."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from mcpkit import Server
+
+    server = Server("mounted", "1.0.0")
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    app = server.asgi_app(sse_transport=True)
+    with serve_in_thread(Starlette(routes=[Mount("/api/v1", app=app)], lifespan=app.lifespan)) as port:
+        with anyio.fail_after(LIMIT):
+            for url in (f"http://127.0.0.1:{port}/api/v1/sse", f"http://127.0.0.1:{port}/api/v1/sse/"):
+                async with OfficialClient(sse_client(url), mode=mode, read_timeout_seconds=10) as client:
+                    assert client.protocol_version == LEGACY
+                    assert text_of(await client.call_tool("echo", {"text": url})) == url

@@ -4,7 +4,8 @@
 127.0.0.1:PORT: ``GET /sse`` and ``POST /messages`` (and Streamable HTTP at ``/mcp``),
 with a 64 KiB body limit and a keep-alive comment every 0.5 s. ``--auth`` requires a
 bearer token with scope ``mcp``: ``alice-token`` and ``bob-token`` (two subjects) have it,
-``weak-token`` has not, and the tool ``secret`` needs scope ``admin`` (``admin-token``).
+``weak-token`` (carol) and ``alice-weak-token`` (alice) have not, and the tool ``secret``
+needs scope ``admin`` (``admin-token``, alice's).
 Used by tests/test_sse_transport_server.py and tests/interop/test_official_sse_client.py.
 
 Tools: ``echo(text)``; ``chatty(steps)`` logs ``step i`` (info) then answers ``done``;
@@ -113,6 +114,7 @@ def _auth(port: int) -> object:
         "bob-token": {"active": True, "sub": "bob", "scope": "mcp"},
         "weak-token": {"active": True, "sub": "carol", "scope": "other"},
         "admin-token": {"active": True, "sub": "alice", "scope": "mcp admin"},
+        "alice-weak-token": {"active": True, "sub": "alice", "scope": "other"},
     }
     return ResourceServer(
         f"http://127.0.0.1:{port}/mcp", ["https://as.example"], FunctionVerifier(tokens.get), required_scopes=["mcp"]

@@ -17,7 +17,8 @@ This module is the entry: it checks the path and the ``Host``/``Origin`` headers
 reads a POST, and routes each message once to its era — :mod:`.modern` or
 :mod:`.legacy` — which serve it from there. With a shared session store (several
 nodes, docs/deploy.md) :mod:`.cluster` keeps this node's replicas of the sessions and
-routes what the client sends for another node; :mod:`.health` answers probes. With
+routes what the client sends for another node; :mod:`.health` answers probes;
+:mod:`.edge_auth` checks bearer tokens and scopes when ``auth`` is set. With
 ``sse_transport=True``, :mod:`.sse_transport` serves the deprecated HTTP+SSE transport
 (``GET /sse``, ``POST /messages``) beside it, behind the same checks.
 """
@@ -32,8 +33,8 @@ from typing import Any
 
 import msgspec
 
-from ....auth.identity import CURRENT, AccessToken
-from ....auth.server import AuthRefusal, ResourceServer
+from ....auth.identity import CURRENT
+from ....auth.server import ResourceServer
 from ....protocol.engine import Engine
 from ....protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, flatten_text
 from ....protocol.events import Event, Reply, RequestReceived
@@ -53,6 +54,7 @@ from .asgi import (
     send_reject,
 )
 from .cluster import Cluster, unavailable
+from .edge_auth import EdgeAuth
 from .health import Health
 from .legacy import LegacyEndpoint
 from .modern import ErrorStatus, ModernEndpoint, meta_protocol_version
@@ -110,6 +112,7 @@ class StreamableHTTPApp:
         self._start_failed: str | None = None
         #: Authorization (docs/auth.md): None serves everyone.
         self.auth = auth
+        self._auth = EdgeAuth(auth, server) if auth is not None else None
         self.path = path.rstrip("/") or "/" if path is not None else None
         self.json_response = json_response
         self._guard = HostOriginGuard(allowed_hosts, allowed_origins, dns_rebinding_protection)
@@ -169,15 +172,15 @@ class StreamableHTTPApp:
         try:
             if self._running is None:
                 await self._ensure_started()
-            if self.auth is not None and await self._metadata(scope, send):
+            if self._auth is not None and await self._auth.metadata(scope, send):
                 return
             sse = self.sse.route(scope) if self.sse is not None else None
             if sse is None:
                 self._check_path(scope)
             self._guard.check(scope, headers)
             method = scope["method"]
-            if self.auth is not None:
-                CURRENT.set(await self._authenticate(headers, method))  # this request's task only
+            if self._auth is not None:  # the identity is set for this request's task only
+                CURRENT.set(await self._auth.authenticate(headers, method, self._find))
             if sse is not None and self.sse is not None:
                 await self.sse.serve(sse, scope, receive, send, headers)
             elif method == "POST":
@@ -197,46 +200,10 @@ class StreamableHTTPApp:
             # If the response has started, the ASGI server refuses this (safe_send ignores that).
             await send_json(send, 500, json_error(None, McpError(INTERNAL_ERROR, "Internal error")))
 
-    async def _metadata(self, scope: Scope, send: Send) -> bool:
-        """Serve the Protected Resource Metadata if this is a GET for one of its paths;
-        returns whether it was."""
-        assert self.auth is not None
-        path: str = scope.get("path", "")
-        if scope["method"] not in ("GET", "HEAD") or path.rstrip("/") not in self.auth.metadata_paths():
-            return False
-        body = msgspec.json.encode(self.auth.metadata(self.server.all_scopes()))
-        await send_json(send, 200, body, [(b"cache-control", b"max-age=3600"), (b"access-control-allow-origin", b"*")])
-        return True
-
-    async def _authenticate(self, headers: Headers, method: str) -> AccessToken:
-        """The request's verified identity. Raises :class:`Reject` (401, 403, 503), also
-        (403) when it names a legacy session that another subject opened."""
-        assert self.auth is not None
-        try:
-            # a POST's scopes are checked once its request is known: the refusal names all it needs
-            identity = await self.auth.authenticate(headers.get("authorization"), check_scopes=method != "POST")
-        except AuthRefusal as refusal:
-            raise Reject(refusal.status, refusal.text, refusal.headers()) from None
-        session_id = headers.get("mcp-session-id")
-        session = await self._find(session_id)
-        if session is not None and session.subject != identity.principal:
-            raise Reject(403, "Forbidden: this session belongs to another identity")
-        return identity
-
     def _check_scopes(self, engine: Engine | None, request: RequestReceived | None) -> None:
-        """Raises :class:`Reject` (403 insufficient_scope, naming every scope needed) if
-        the caller's token lacks the server's scopes or those of the tool, prompt or
-        resource ``request`` names (the request is then forgotten by ``engine``)."""
-        identity = CURRENT.get()
-        if self.auth is None or identity is None:
-            return
-        needed = self.server.scopes_for(request.method, request.params) if request is not None else ()
-        try:
-            self.auth.check_scopes(identity, needed)
-        except AuthRefusal as refusal:
-            if engine is not None and request is not None:
-                engine.abandon(request.id)
-            raise Reject(refusal.status, refusal.text, refusal.headers()) from None
+        """:meth:`EdgeAuth.check_scopes` with authorization configured; nothing without."""
+        if self._auth is not None:
+            self._auth.check_scopes(engine, request)
 
     def begin_shutdown(self) -> None:
         """Start a graceful shutdown: end every GET stream and refuse new ones (503).

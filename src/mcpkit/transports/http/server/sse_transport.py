@@ -10,16 +10,17 @@ session ends when the stream closes: its handlers are cancelled, its questions t
 client fail, and a later POST gets 404. Only the legacy era is served (``initialize``,
 a session): a request whose ``_meta`` names a protocol version is answered with an error.
 
-The session is an :class:`~.sessions.HttpSession` (its engine, server state, owner and
-change notifications, as on the Streamable HTTP endpoint) kept by a
-:class:`~.sessions.SessionManager` of its own, with the app's ``max_sessions`` and no
-idle timeout: the open stream is the session. The app checks the path, ``Host`` and
+The session is an :class:`~.sse_session.SseSession` (an ``HttpSession``: its engine,
+server state, owner and change notifications, as on the Streamable HTTP endpoint) kept
+by a :class:`~.sessions.SessionManager` of its own, with the app's ``max_sessions`` and
+no idle timeout: the open stream is the session. The app checks the path, ``Host`` and
 ``Origin`` and the bearer token before handing a request here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Final
 from urllib.parse import parse_qs, quote
@@ -28,7 +29,7 @@ import msgspec
 
 from ....auth.identity import CURRENT
 from ....protocol.engine import Engine
-from ....protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError, RequestTimeout, flatten_text
+from ....protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError, flatten_text
 from ....protocol.events import CancelReceived, Event, Reply, RequestReceived, ResponseReceived
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....runtime.outbound import Notifier
@@ -52,58 +53,16 @@ from .asgi import (
     wait_disconnect,
 )
 from .modern import meta_protocol_version
-from .sessions import HttpSession, SessionManager
+from .sessions import SessionManager
+from .sse_session import WAKE, SseSession, ask
 from .streams import EventStore
 
 __all__ = ["SseEndpoint", "SseSession"]
 
-#: Messages waiting for a slow client before a handler's or a subscriber's drain waits.
-_HIGH_WATER: Final = 256
-#: Messages waiting for the client past which its new requests are refused (429).
-_MAX_BACKLOG: Final = 4 * _HIGH_WATER
-#: Put on a session's queue to make its stream look again (nothing is written).
-_WAKE: Final = b""
-
 CheckScopes = Callable[[Engine | None, RequestReceived | None], None]
 
-
-class SseSession(HttpSession):
-    """A session of the HTTP+SSE transport: an :class:`HttpSession` whose messages to
-    the client go, in order, to one queue of SSE frames that its GET stream writes."""
-
-    def __init__(self, session_id: str, server_session: object, store: EventStore, max_error_text: int) -> None:
-        super().__init__(session_id, server_session, store, max_error_text)
-        self.frames: asyncio.Queue[bytes | None] = asyncio.Queue()
-        #: The server is shutting down: the stream ends once no request is in progress.
-        self.draining = False
-
-    def send(self, message: bytes) -> None:
-        """Queue one JSON-RPC message as an ``event: message`` (dropped once ended)."""
-        if not self.closed:
-            self.frames.put_nowait(b"event: message\n" + encode_event(message))
-
-    def notify(self, method: str, params: object = None) -> None:
-        """Queue a notification."""
-        self.send(self.engine.notification(method, params))
-
-    async def drain(self) -> None:
-        """Wait while more than a few hundred frames wait for a slow client (flow
-        control for handlers and change subscribers); returns once the session ends."""
-        while True:  # polled: the GET stream's writes drain the queue
-            if self.frames.qsize() <= _HIGH_WATER or self.closed:
-                return
-            await asyncio.sleep(0.01)
-
-    def close(self, *, ended: bool = True) -> None:
-        """End the session (:meth:`HttpSession.close`) and its stream."""
-        super().close(ended=ended)
-        self.frames.put_nowait(None)
-
-    def close_standalone(self) -> None:
-        """The server is shutting down: end the stream (and with it the session) once
-        the requests in progress have been answered."""
-        self.draining = True
-        self.frames.put_nowait(_WAKE)
+#: Seconds a stream cut short at shutdown may take to write its last frames.
+_LAST_WORDS_TIMEOUT: Final = 1.0
 
 
 class SseEndpoint:
@@ -206,15 +165,38 @@ class SseEndpoint:
     async def _stream(self, receive: Receive, send: Send, session: SseSession, first: bytes) -> None:
         """Write ``first``, then the session's frames, a keep-alive comment every
         ``keepalive_interval`` seconds of silence, until the client goes away, the
-        session ends, or (draining) no request is left in progress."""
+        session ends, or (draining) no request is left in progress.
+
+        Cancelled while draining (the ASGI server's shutdown grace ran out): the
+        requests in progress are cancelled and answered with -32603, what is queued and
+        those answers are written and the stream ended (for at most a second), and it
+        returns, so that the client sees an answer to each request and a complete
+        stream. Cancelled otherwise, ``CancelledError`` propagates."""
         watcher = asyncio.get_running_loop().create_task(wait_disconnect(receive))
+        try:
+            await self._write(send, session, first, watcher)
+        except asyncio.CancelledError:
+            if not session.draining:
+                raise
+            last = session.last_words(McpError(INTERNAL_ERROR, "Server shutting down: the request was cancelled"))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(end_body(send, last), _LAST_WORDS_TIMEOUT)
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()  # the cancellation is handled: the response is complete
+        finally:
+            watcher.cancel()
+
+    async def _write(self, send: Send, session: SseSession, first: bytes, watcher: asyncio.Task[None]) -> None:
+        """The loop of :meth:`_stream`. Cancellation propagates."""
+        getter: asyncio.Future[bytes | None] | None = None
         try:
             await start_sse(send)
             await send_frame(send, first)
             while not watcher.done():
                 if session.draining and not session.engine.incoming:
                     break
-                getter = asyncio.ensure_future(session.frames.get())
+                getter = asyncio.ensure_future(session.next_frame())
                 done, _ = await asyncio.wait(
                     {getter, watcher}, timeout=self._keepalive_interval, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -230,14 +212,16 @@ class SseEndpoint:
                     await send_frame(send, frame)
             await end_body(send)
         finally:
-            watcher.cancel()
+            if getter is not None:
+                getter.cancel()
 
     # --- POST: one message of a session ----------------------------------------------------------
 
     async def post(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
         """Take one message of a session: 202 Accepted, its answer (if any) on the
         session's stream. A message that cannot be parsed is answered 400 with its
-        JSON-RPC error (also sent on the stream when it names a request id).
+        JSON-RPC error (also sent on the stream when it names a request id that no
+        request in progress has). A JSON-RPC batch is such a message: -32600.
 
         Raises :class:`Reject`: 415 unless the body is JSON; 400 without ``session_id``;
         404 for an unknown or ended session; 403 for another identity's session or
@@ -255,14 +239,14 @@ class SseEndpoint:
             return
         engine = session.engine
         ev = _parse(engine, body, self._handler.max_error_text)
-        if isinstance(ev, Reply):
-            self._reply(session, ev)
-            await send_json(send, 400, ev.data)
-            return
         if isinstance(ev, RequestReceived):
             self._check_request(session, ev)
-        else:
+        else:  # a notification, a response, or input refused: the server's scopes only
             self._check_scopes(None, None)
+            if isinstance(ev, Reply):
+                self._reply(session, ev)
+                await send_json(send, 400, ev.data)
+                return
             if isinstance(ev, CancelReceived) and isinstance(ev.handle, asyncio.Task):
                 ev.handle.cancel()
             elif isinstance(ev, ResponseReceived):
@@ -290,13 +274,15 @@ class SseEndpoint:
     def _check_request(self, session: SseSession, request: RequestReceived) -> None:
         """Raises :class:`Reject` after forgetting the request: 403 for missing scopes,
         429 past ``max_session_requests`` in progress or while more than
-        ``_MAX_BACKLOG`` messages wait for a client that does not read its stream."""
+        :data:`~.sse_session.MAX_BACKLOG` messages or
+        :data:`~.sse_session.MAX_BACKLOG_BYTES` bytes wait for a client that does not
+        read its stream."""
         engine = session.engine
         self._check_scopes(engine, request)
         limit = self._max_session_requests
         if len(engine.incoming) > limit:
             text = f"Too many requests in progress: the limit is {limit} per session"
-        elif session.frames.qsize() > _MAX_BACKLOG:
+        elif session.congested:
             text = "Too many requests in progress: their answers wait for the client to read its stream"
         else:
             return
@@ -306,12 +292,14 @@ class SseEndpoint:
 
     def _reply(self, session: SseSession, reply: Reply) -> None:
         """Send an error answer on the stream too when it names a request id (its
-        client waits for it there)."""
+        client waits for it there) — unless a request in progress has that id (the
+        message reused it): on the stream, the answer would be taken for that
+        request's, whose own answer would then be lost."""
         try:
-            named = msgspec.json.decode(reply.data).get("id") is not None
+            rid = msgspec.json.decode(reply.data).get("id")
         except (msgspec.DecodeError, AttributeError):
-            named = False
-        if named:
+            rid = None
+        if rid is not None and rid not in session.engine.incoming:
             session.send(reply.data)
 
     def _start(self, session: SseSession, request: RequestReceived) -> None:
@@ -336,10 +324,10 @@ class SseEndpoint:
         """Run the handler and queue its response (none if the request was cancelled).
         On cancellation the request is abandoned and ``CancelledError`` propagates."""
 
-        async def ask(method: str, params: object, *, timeout: float) -> msgspec.Raw:
-            return await _ask(session, method, params, timeout=timeout)
+        async def ask_client(method: str, params: object, *, timeout: float) -> msgspec.Raw:
+            return await ask(session, method, params, timeout=timeout)
 
-        outbound = Notifier(session.notify, ask, session.drain)
+        outbound = Notifier(session.notify, ask_client, session.drain)
         try:
             message, _ = await run_request(
                 session.engine,
@@ -353,40 +341,7 @@ class SseEndpoint:
                 session.send(message)
         finally:
             if session.draining:
-                session.frames.put_nowait(_WAKE)
-
-
-async def _ask(session: SseSession, method: str, params: object, *, timeout: float) -> msgspec.Raw:
-    """A request to the client on the session's stream; its response, POSTed back, is
-    routed by the session's engine to the future awaited here. Raises
-    :class:`~mcpkit.McpError` for an error response, ``RequestTimeout`` after
-    ``timeout`` seconds, ``ConnectionClosed`` when the session ends first; on
-    cancellation the request is cancelled on the wire (``notifications/cancelled``)."""
-    engine, loop = session.engine, asyncio.get_running_loop()
-    out = engine.start_request(method, params, deadline=loop.time() + timeout)
-    fut: asyncio.Future[msgspec.Raw] = loop.create_future()
-    out.waiter = fut
-
-    def withdraw(reason: str) -> bool:
-        pending, data = engine.cancel(out.id, reason)
-        if data is not None:
-            session.send(data)
-        return pending is not None
-
-    def expire() -> None:
-        if withdraw("Request timed out") and not fut.done():
-            fut.set_exception(RequestTimeout(out.id))
-
-    timer = loop.call_at(out.deadline, expire)
-    try:
-        session.send(out.data)
-        engine.mark_sent(out)
-        return await fut
-    except asyncio.CancelledError:
-        withdraw("Cancelled by the server")
-        raise
-    finally:
-        timer.cancel()
+                session.frames.put_nowait(WAKE)
 
 
 def _parse(engine: Engine, body: bytes, max_error_text: int) -> Event | None:
