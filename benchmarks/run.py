@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ COMMANDS = ("table", "markdown", "check", "scale", "profile")
 
 
 def interpreters(args: argparse.Namespace) -> Interpreters:
-    return Interpreters(args.mcpkit_python, args.sdk_python, args.fastmcp_python)
+    return Interpreters(args.mcpkit_python, args.sdk_python, args.fastmcp_python, getattr(args, "baseline_python", None))
 
 
 def add_interpreters(p: argparse.ArgumentParser) -> None:
@@ -48,6 +49,11 @@ def stamp() -> str:
 
 
 def main(argv: list[str]) -> int:
+    # Servers are measured as their users run them, with bytecode cached: the first,
+    # unmeasured start writes it. Without this, an environment that sets the variable
+    # (some CI and container images do) compiles every module edited since its .pyc was
+    # written on every start, and start-up and import figures measure the compiler.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     if not argv or argv[0] not in (*COMMANDS, "-h", "--help"):
         argv = ["table", *argv]
     parser = argparse.ArgumentParser(
@@ -66,6 +72,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true", help="2 rounds of 0.5 s: to see that everything runs, not to quote")
     p.add_argument("--out", type=Path, help="results folder (default: .cache/bench/results/<date>)")
     p.add_argument("--server-logs", action="store_true", help="keep the servers' stderr in the results folder")
+    p.add_argument(
+        "--baseline-python",
+        metavar="PYTHON",
+        help="an interpreter importing another mcpkit (an earlier tree): measured as mcpkit-baseline beside mcpkit",
+    )
     add_interpreters(p)
 
     p = sub.add_parser("markdown", help="print a results.json as the Markdown of docs/performance.md")

@@ -11,6 +11,8 @@ syscalls the samples leave out) and in context switches (a thread hop costs two 
 
 - ``server_stdio_echo_c1`` / ``_c32``: the mcpkit server over stdio, driven by the harness
   with echo at 1 and 32 in flight (legacy era, a plain ``def`` tool);
+- ``server_stdio_error`` / ``server_stdio_blob``: the same with the tool that raises (1 in
+  flight), and with the 10 MB result (1 in flight);
 - ``server_http_echo`` / ``_modern``: the mcpkit server over HTTP, 16 connections, legacy
   sessions or modern stateless requests;
 - ``client_stdio_echo`` / ``client_http_echo``: mcpkit's ``Client`` calling echo (the stdio
@@ -33,12 +35,19 @@ from .load import _IDS, phase
 from .procs import BenchError, counters, free_port, per_op, spawn_http, stop
 from .servers import BENCH, CACHE, Interpreters, Server, log, server
 from .stdio import StdioPeer
-from .wire import MODERN_META, Echo
+from .wire import MODERN_META, Blob, Echo, Fail, Request
+from .workloads import BLOB_SIZE
 
 ECHO = Echo()
+#: The stdio profiles: the request and how many are in flight.
+STDIO = {
+    "server_stdio_echo_c1": (ECHO, 1),
+    "server_stdio_echo_c32": (ECHO, 32),
+    "server_stdio_error": (Fail(), 1),
+    "server_stdio_blob": (Blob(BLOB_SIZE), 1),
+}
 PROFILES = (
-    "server_stdio_echo_c1",
-    "server_stdio_echo_c32",
+    *STDIO,
     "server_http_echo",
     "server_http_echo_modern",
     "client_stdio_echo",
@@ -85,7 +94,7 @@ async def finish(spy: asyncio.subprocess.Process) -> None:
         await spy.wait()
 
 
-async def server_stdio(spec: Server, concurrency: int, out: Path, args: argparse.Namespace) -> str:
+async def server_stdio(spec: Server, request: Request, concurrency: int, out: Path, args: argparse.Namespace) -> str:
     peer = StdioPeer(spec.argv())
     await peer.start()
     spy = None
@@ -93,7 +102,7 @@ async def server_stdio(spec: Server, concurrency: int, out: Path, args: argparse
         await peer.initialize()
         spy = await attach(peer.pid, out, args.rate)
         before = counters(peer.pid)
-        tally = await phase([(peer.call, b"")] * concurrency, ECHO, args.seconds)
+        tally = await phase([(peer.call, b"")] * concurrency, request, args.seconds)
         cost = per_op(before, counters(peer.pid), len(tally.latencies))
     finally:
         await peer.close()
@@ -228,8 +237,8 @@ async def main(args: argparse.Namespace, interpreters: Interpreters) -> int:
 
 async def one(name: str, mcpkit: Server, floor: Server, out: Path, args: argparse.Namespace) -> str:
     """Run the profile ``name``; what the load achieved, and what a request cost."""
-    if name.startswith("server_stdio"):
-        return await server_stdio(mcpkit, 1 if name.endswith("c1") else 32, out, args)
+    if name in STDIO:
+        return await server_stdio(mcpkit, *STDIO[name], out, args)
     if name.startswith("server_http"):
         return await server_http(mcpkit, name.endswith("modern"), out, args)
     if name == "client_stdio_echo":

@@ -80,6 +80,7 @@ class Interpreters:
     mcpkit_python: str | None = None
     sdk_python: str | None = None
     fastmcp_python: str | None = None
+    baseline_python: str | None = None  # another mcpkit (a copy of an earlier tree), as "mcpkit-baseline"
     _resolved: dict[str, str] = field(default_factory=dict)
 
     def get(self, library: str) -> str:
@@ -96,6 +97,10 @@ class Interpreters:
             if _imports_mcpkit_here(sys.executable):
                 return sys.executable
             return venv("mcpkit", ["-e", f"{ROOT}[http]"])
+        if library == "baseline":
+            if not self.baseline_python:
+                raise ValueError("mcpkit-baseline needs --baseline-python")
+            return self.baseline_python
         if library == "mcp":
             return self.sdk_python or venv("mcp", PINS["mcp"])
         if library == "fastmcp":
@@ -111,6 +116,7 @@ CATALOGUE: dict[str, tuple[str, str, str, str, tuple[str, ...], str | None]] = {
     "floor": ("floor", "stdlib floor", "raw_floor.py", "legacy", (), None),
     "asgi-floor": ("mcpkit", "bare ASGI floor", "asgi_floor.py", "legacy", (), None),
     "mcpkit": ("mcpkit", "mcpkit", "mcpkit_server.py", "legacy", (), "from mcpkit import Server"),
+    "mcpkit-baseline": ("baseline", "mcpkit, baseline", "mcpkit_server.py", "legacy", (), "from mcpkit import Server"),
     "mcpkit-modern": ("mcpkit", "mcpkit, modern era", "mcpkit_server.py", "modern", (), None),
     "mcpkit-async": ("mcpkit", "mcpkit, async def tools", "mcpkit_server.py", "legacy", ("--async-tools",), None),
     "mcp": ("mcp", "official SDK", "official_server.py", "legacy", (), "from mcp.server.mcpserver import MCPServer"),

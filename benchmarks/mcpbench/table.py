@@ -73,7 +73,11 @@ async def run_table(
     }
     started, load = datetime.datetime.now(datetime.UTC), os.getloadavg()
     for workload in workloads:
-        names = [n for n in workload.servers if only_servers is None or n in only_servers or n == REFERENCE]
+        listed = workload.servers
+        if interpreters.baseline_python and "mcpkit" in listed:  # the earlier tree, right after mcpkit
+            at = listed.index("mcpkit") + 1
+            listed = (*listed[:at], "mcpkit-baseline", *listed[at:])
+        names = [n for n in listed if only_servers is None or n in only_servers or n in (REFERENCE, "mcpkit-baseline")]
         servers = [server(n, interpreters) for n in names]
         log(f"== {workload.id}: {workload.title} ({', '.join(names)})")
         per_round: list[dict[str, dict[str, Any]]] = []

@@ -2,36 +2,81 @@
 
 ``loop.run_in_executor`` chains a ``concurrent.futures.Future`` to an asyncio future
 and costs about twice as much per call as it needs to. This pool hands work to idle
-threads over one ``SimpleQueue`` and completes the asyncio future directly with
-``call_soon_threadsafe``. Threads are started on demand, up to ``max_workers``, and are
-daemons: a handler stuck forever cannot keep the process alive at exit.
+threads over one ``SimpleQueue``; a finished job's outcome goes to its loop's
+:class:`_Inbox`, and the loop is woken (``call_soon_threadsafe``: a write to its
+self-pipe, and a wake-up) only when the inbox was empty, so results that finish together
+complete their futures in one callback. Threads are started on demand, up to
+``max_workers``, and are daemons: a handler stuck forever cannot keep the process alive
+at exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import functools
 import inspect
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["run_sync", "is_async_callable", "call_handler"]
 
-_Job = tuple[
-    asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context, Callable[..., Any], tuple[Any, ...], dict[str, Any]
-]
+_Job = tuple["_Inbox", "asyncio.Future[Any]", contextvars.Context, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
-def _complete(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if not fut.done():
-        if ok:
-            fut.set_result(value)
-        else:
-            fut.set_exception(value)
+class _Inbox:
+    """The outcomes of one event loop's jobs, delivered to it in batches.
+
+    Workers :meth:`post`; the loop is woken only when no delivery is pending, and
+    :meth:`deliver` completes every future that arrived by then. The flag is set before
+    the outcome is looked at and cleared before the queue is read, so no outcome waits
+    for a wake-up that never comes (at worst a delivery finds nothing to do)."""
+
+    __slots__ = ("__weakref__", "_loop", "_outcomes", "_pending")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._outcomes: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
+        self._pending = False
+
+    def post(self, fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+        """From a worker: hand over one outcome, waking the loop if it is not already
+        due to deliver. A closed loop drops it (nobody waits any more)."""
+        self._outcomes.append((fut, ok, value))
+        if not self._pending:
+            self._pending = True
+            try:
+                self._loop.call_soon_threadsafe(self.deliver)
+            except RuntimeError:  # the loop is closed
+                pass
+
+    def deliver(self) -> None:
+        """On the loop: complete the futures of every outcome posted so far (those
+        already cancelled stay so)."""
+        self._pending = False
+        outcomes = self._outcomes
+        while outcomes:
+            fut, ok, value = outcomes.popleft()
+            if not fut.done():
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(value)
+
+
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
+    inbox = _inboxes.get(loop)
+    if inbox is None:
+        inbox = _inboxes[loop] = _Inbox(loop)
+    return inbox
 
 
 class _Pool:
@@ -58,21 +103,19 @@ class _Pool:
         while True:
             if job is None:
                 job = self._jobs.get()
-            loop, fut, ctx, fn, args, kwargs = job
+            inbox, fut, ctx, fn, args, kwargs = job
             job = None
             try:
-                result = ctx.run(fn, *args, **kwargs)
+                value = ctx.run(fn, *args, **kwargs)
             except BaseException as exc:
-                outcome: tuple[bool, Any] = (False, exc)
+                ok = False
+                value = exc
             else:
-                outcome = (True, result)
+                ok = True
             with self._lock:
                 self._idle += 1
-            try:
-                loop.call_soon_threadsafe(_complete, fut, *outcome)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                pass
-            del fut, outcome
+            inbox.post(fut, ok, value)
+            del inbox, fut, ctx, fn, args, kwargs, value  # an idle thread keeps nothing alive
 
 
 _pool = _Pool(max_workers=min(32, (os.cpu_count() or 1) + 4))
@@ -87,7 +130,7 @@ async def run_sync(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[Any] = loop.create_future()
-    _pool.submit((loop, fut, contextvars.copy_context(), fn, args, kwargs))
+    _pool.submit((_inbox(loop), fut, contextvars.copy_context(), fn, args, kwargs))
     return await fut
 
 

@@ -12,7 +12,6 @@ import datetime
 import decimal
 import enum
 import inspect
-import pathlib
 import re
 import sys
 import types
@@ -100,9 +99,15 @@ _STRING_TYPES: dict[Any, dict[str, Any]] = {
     decimal.Decimal: {"type": ["string", "number"], "format": "decimal"},
     bytes: {"type": "string", "contentEncoding": "base64"},
     bytearray: {"type": "string", "contentEncoding": "base64"},
-    pathlib.Path: {"type": "string"},
-    pathlib.PurePath: {"type": "string"},
 }
+
+
+def _path_class(tp: Any) -> bool:
+    """Whether ``tp`` is ``pathlib.PurePath`` or a subclass. pathlib is not imported
+    for this (it costs start-up time and memory): a program with such a type in a
+    signature, or such a value, has imported it already."""
+    pathlib = sys.modules.get("pathlib")
+    return pathlib is not None and isinstance(tp, type) and issubclass(tp, pathlib.PurePath)
 
 
 def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
@@ -118,6 +123,9 @@ def type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         plain = None
     if plain is None:
         plain = _STRING_TYPES.get(tp) if isinstance(tp, type) else None
+        pathlib = sys.modules.get("pathlib")  # see _path_class
+        if plain is None and pathlib is not None and tp in (pathlib.Path, pathlib.PurePath):
+            plain = {"type": "string"}  # a Path is its string
     if plain is not None:
         return dict(plain)
     origin = typing.get_origin(tp)
@@ -263,14 +271,14 @@ def _not_a_path(value: Any) -> Any:
 
 def _decode_hook(tp: type, value: Any) -> Any:
     """Types msgspec does not convert itself (a ``Path`` inside a structure)."""
-    if isinstance(tp, type) and issubclass(tp, pathlib.PurePath) and isinstance(value, str):
+    if _path_class(tp) and isinstance(value, str):
         return tp(value)
     raise NotImplementedError
 
 
 def encode_hook(value: Any) -> Any:
     """What msgspec does not encode itself, as JSON: paths as strings."""
-    if isinstance(value, pathlib.PurePath):
+    if _path_class(type(value)):
         return str(value)
     raise NotImplementedError(f"objects of type {type(value).__name__} are not JSON")
 
@@ -288,7 +296,7 @@ def converter_for(tp: Any) -> Converter | None:
         adapter = pydantic.TypeAdapter(tp)
         return adapter.validate_python
     bare = _strip_annotated(tp)
-    if isinstance(bare, type) and issubclass(bare, pathlib.PurePath):
+    if _path_class(bare):
         return lambda v: bare(v) if isinstance(v, str) else _not_a_path(v)
 
     def convert(value: Any) -> Any:

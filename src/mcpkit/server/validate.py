@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from .flat_schema import PropertyCheck, flat_plan
+
 __all__ = ["SchemaError", "Validator", "compile_schema"]
 
 _DIALECT_2020_12 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
@@ -171,18 +173,56 @@ def _same(a: Any, b: Any) -> bool:
 
 
 class _Simple:
-    """Validator for schemas that :func:`_simple` accepted."""
+    """Validator for schemas that :func:`_simple` accepted.
+
+    An object schema of properties, what a tool's type hints become, gets a fast path
+    planned once (:func:`.flat_schema.flat_plan`): it only ever says "valid"; anything it cannot
+    vouch for goes to the full check, which gives the reason, so reasons do not change.
+    """
 
     def __init__(self, schema: Mapping[str, Any] | bool) -> None:
         self.schema = schema
         self.root: Mapping[str, Any] = schema if isinstance(schema, Mapping) else {}
         self._patterns: dict[str, re.Pattern[str]] = {}
+        self._plan = flat_plan(schema, _ANNOTATIONS)
 
     def describe(self, instance: Any, what: str = "argument") -> str | None:
+        plan = self._plan
+        if plan is not None and type(instance) is dict and self._valid_flat(plan, instance, what):
+            return None
         try:
             return self._check(self.schema, instance, [], what)
         except RecursionError:  # a recursive schema, and a value nested deeper than the stack goes
             return _TOO_DEEP
+
+    def _valid_flat(self, plan: tuple[dict[str, PropertyCheck], tuple[str, ...], bool], value: dict[str, Any], what: str) -> bool:
+        """Whether ``value`` is valid for certain by the fast path's plan (False: the full
+        check decides)."""
+        props, required, closed = plan
+        for name in required:
+            if name not in value:
+                return False
+        for key, item in value.items():
+            check = props.get(key)
+            if check is None:
+                if closed:
+                    return False
+                continue
+            kind = type(check)
+            if kind is tuple:
+                t = type(item)
+                if t not in check or (t is float and item - item != 0.0):
+                    return False  # the wrong type, or a float that is NaN or infinite
+            elif kind is frozenset:
+                if type(item) is not str or item not in check:
+                    return False
+            else:
+                try:
+                    if self._check(check, item, [key], what) is not None:
+                        return False
+                except RecursionError:
+                    return False
+        return True
 
     def _where(self, path: list[str | int], what: str, message: str) -> str:
         return f"{what} '{_path(path)}': {message}" if path else message

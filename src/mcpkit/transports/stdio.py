@@ -26,6 +26,7 @@ from typing import Any
 
 from ..protocol.framing import NEWLINE, LineFramer
 from .base import OnClose, OnMessage
+from .pipes import BulkWriter, small_reads, widen_pipe
 
 __all__ = ["ServerStdio", "Flow", "Inbox"]
 
@@ -129,6 +130,10 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
+#: Above this size an answer and its newline are written separately (no joined copy).
+_JOIN_BELOW = 1 << 16
+
+
 class _HangupWatch:
     """Reports, while started, that the other end of ``fd`` stopped writing — even
     though unread data is left — without reading it: an epoll set holding ``fd`` for
@@ -184,6 +189,7 @@ class ServerStdio:
         self._flow = Flow()
         self._inbox = Inbox(lambda data: None)
         self._writer: asyncio.WriteTransport | None = None
+        self._bulk: BulkWriter | None = None  # large answers, straight from their bytes
         self._reader: asyncio.ReadTransport | None = None
         self._hangup: _HangupWatch | None = None
         self._out_file: Any = None
@@ -208,14 +214,17 @@ class ServerStdio:
         sys.stdout.flush()
         out = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)  # stray prints now go to stderr
+        widen_pipe(out.fileno())
         try:
             wt, _ = await loop.connect_write_pipe(lambda: _WriteProtocol(self), out)
             self._writer = wt
+            self._bulk = BulkWriter(wt, self._bulk_busy)
         except (ValueError, OSError):  # stdout is a regular file (or similar): plain blocking writes
             self._out_file = out
         stdin = os.fdopen(os.dup(0), "rb", buffering=0)
         if _pollable(stdin.fileno()):
             rt, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self), stdin)
+            small_reads(rt)
             self._reader = rt
             self._hangup = _HangupWatch(loop, stdin.fileno(), self._hung_up)
         else:  # a regular file or /dev/null, which epoll refuses: read it on a daemon thread
@@ -314,6 +323,8 @@ class ServerStdio:
         self._finish("stdin closed")
 
     def _lost(self) -> None:
+        if self._bulk is not None:
+            self._bulk.close()
         if self._lost_writer is not None and not self._lost_writer.done():
             self._lost_writer.set_result(None)
         self._finish("stdout closed")
@@ -329,13 +340,30 @@ class ServerStdio:
     def send(self, data: bytes) -> None:
         if self._writer is not None:
             if not self._writer.is_closing():
-                self._writer.write(data + NEWLINE)
+                bulk = self._bulk
+                if bulk is not None and bulk.wanted(data):  # large, or behind a large one
+                    bulk.write(data)
+                    bulk.write(NEWLINE)
+                elif len(data) < _JOIN_BELOW:
+                    self._writer.write(data + NEWLINE)
+                else:  # no joined copy of a long answer
+                    self._writer.write(data)
+                    self._writer.write(NEWLINE)
         elif self._out_file is not None:
             try:
                 self._out_file.write(data + NEWLINE)
             except OSError:
                 self._out_file = None
                 self._finish("stdout closed")
+
+    def _bulk_busy(self, busy: bool) -> None:
+        """The bulk writer has something left to write (hold senders and reading back,
+        as when the transport's buffer is full), or is done."""
+        if busy:
+            self._flow.pause_writing()
+        else:
+            self._flow.resume_writing()
+        self._hold_for_writing(busy)
 
     async def drain(self) -> None:
         await self._flow.drain()
@@ -351,6 +379,11 @@ class ServerStdio:
         if self._reader is not None:
             self._reader.close()
         writer = self._writer
+        if self._bulk is not None and writer is not None and not writer.is_closing():
+            try:  # what the bulk writer has left goes first
+                await asyncio.wait_for(self._bulk.flushed(), 5.0)
+            except TimeoutError:
+                self._bulk.drop()
         if writer is not None and not writer.is_closing():
             writer.close()  # flushes the buffer, then reports connection_lost
             if self._lost_writer is not None:

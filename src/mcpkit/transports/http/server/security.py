@@ -8,6 +8,7 @@ must match ``Host``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Sequence
 
@@ -16,7 +17,10 @@ from .asgi import Headers, Reject, Scope
 __all__ = ["HostOriginGuard"]
 
 
+@functools.lru_cache(maxsize=256)  # bounded: the host comes from a header anyone can send
 def _loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an IP literal, IPv6 with or without brackets) is a
+    loopback host. Cached: every request asks it of the same few hosts."""
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
