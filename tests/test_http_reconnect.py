@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ERAS, LEGACY, MODERN, SERVERS, free_port, serve_in_thread
+from conftest import ERAS, LEGACY, MODERN, SERVERS, free_port, load_server, serve_in_thread
 from faults import FaultProxy
 from mcpkit import (
     Client,
@@ -29,15 +29,17 @@ from mcpkit import (
     Context,
     HttpTransport,
     RestartPolicy,
+    RetriesExhausted,
     RetryPolicy,
     Server,
+    SseTransport,
     ToolAnnotations,
 )
 
 pytestmark = pytest.mark.timeout(90)
 
 #: tests/servers/resilient.py served over HTTP in a process of its own, its log in a file:
-#: ``python -c SCRIPT RESILIENT_PY LOG PORT``.
+#: ``python -c SCRIPT RESILIENT_PY LOG PORT [sse]`` (``sse``: the HTTP+SSE transport too, on /sse).
 _SERVE_RESILIENT = """
 import importlib.util, os, sys, time
 from pathlib import Path
@@ -47,7 +49,7 @@ sys.modules["resilient"] = module
 spec.loader.exec_module(module)
 module.LOG = Path(sys.argv[2])
 module.log(f"start {os.getpid()} {time.monotonic():.3f}")
-module.server.run("http", port=int(sys.argv[3]), health_path="/healthz")
+module.server.run("http", port=int(sys.argv[3]), health_path="/healthz", sse_transport=sys.argv[4:] == ["sse"])
 """
 
 
@@ -65,10 +67,10 @@ class Kinds:
 
 
 @contextlib.asynccontextmanager
-async def resilient_server(log: Path, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
-    """tests/servers/resilient.py over HTTP on 127.0.0.1:``port``, once it accepts
-    connections (within 20 s); killed at the end."""
-    args = ["-c", _SERVE_RESILIENT, str(SERVERS / "resilient.py"), str(log), str(port)]
+async def resilient_server(log: Path, port: int, *, sse: bool = False) -> AsyncIterator[asyncio.subprocess.Process]:
+    """tests/servers/resilient.py over HTTP on 127.0.0.1:``port`` (``sse``: the HTTP+SSE
+    transport too), once it accepts connections (within 20 s); killed at the end."""
+    args = ["-c", _SERVE_RESILIENT, str(SERVERS / "resilient.py"), str(log), str(port), *(["sse"] if sse else [])]
     proc = await asyncio.create_subprocess_exec(sys.executable, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
@@ -184,8 +186,87 @@ async def test_a_server_killed_mid_call_and_restarted(era: str, tmp_path: Path) 
     assert sum(1 for line in log.read_text().splitlines() if line.startswith("start ")) == 2
     assert back_after < 20
     assert seen.of("reconnect_failed") == []
+    assert [e.attempt for e in seen.of("reconnecting")][:1] == [1]  # counted per attempt
     assert seen.of("retry")  # the lookup was retried
     assert all(e.method == "tools/call" for e in seen.of("retry"))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_fifty_calls_in_flight_across_a_reconnect(era: str, tmp_path: Path) -> None:
+    """50 calls in flight (25 reads, 25 charges) when the server is killed, 10 more made
+    while it is away: none hangs; the reads succeed on the new server (retried), each
+    charge fails with ConnectionClosed and reached the server once, and the calls made
+    meanwhile succeed or fail with ConnectionClosed or RetriesExhausted, nothing else."""
+    log = tmp_path / "log"
+    port = free_port()
+    transport = HttpTransport(
+        f"http://127.0.0.1:{port}/mcp", reconnect=RestartPolicy(max_restarts=30, initial_delay=0.05, max_delay=0.5)
+    )
+    options = ClientOptions(protocol_version=era, retry=RetryPolicy(6, initial_delay=0.1, jitter=0.0), request_timeout=30)
+    async with contextlib.AsyncExitStack() as servers:
+        first = await servers.enter_async_context(resilient_server(log, port))
+        async with Client(transport, options) as client:
+            await client.list_tools()
+            reads = [asyncio.create_task(client.call_tool("lookup", {"tag": f"r{i}"})) for i in range(25)]
+            charges = [asyncio.create_task(client.call_tool("charge", {"tag": f"c{i}"})) for i in range(25)]
+            await until(lambda: all(logged(log, f"lookup r{i}") == 1 and logged(log, f"charge c{i}") == 1 for i in range(25)))
+            first.kill()
+            await first.wait()
+            meanwhile = [asyncio.create_task(client.call_tool("pid")) for _ in range(10)]
+            second = await servers.enter_async_context(resilient_server(log, port))
+            async with asyncio.timeout(40):  # none hangs
+                outcomes = await asyncio.gather(*reads, *charges, *meanwhile, return_exceptions=True)
+            assert [text_of(r) for r in outcomes[:25]] == [f"lookup r{i} by {second.pid}" for i in range(25)]
+            for outcome in outcomes[25:50]:
+                assert isinstance(outcome, ConnectionClosed), outcome
+            for outcome in outcomes[50:]:
+                if isinstance(outcome, BaseException):
+                    assert isinstance(outcome, (ConnectionClosed, RetriesExhausted)), outcome
+                else:
+                    assert outcome.structured_content == {"result": second.pid}
+            assert (await client.call_tool("pid")).structured_content == {"result": second.pid}
+            assert client.is_connected
+    assert all(logged(log, f"charge c{i}") == 1 for i in range(25))  # never sent again
+    assert all(logged(log, f"lookup r{i}") == 2 for i in range(25))
+
+
+async def test_calls_across_a_reconnect_over_the_sse_fallback(tmp_path: Path) -> None:
+    """Over the fallback to HTTP+SSE (``POST /sse`` is refused 405): the server is killed
+    with 20 calls in flight and 10 more are made while it is away, some of them while
+    the client tries the old transport again. The calls in flight fail with
+    ConnectionClosed within a second of the kill; the others wait and succeed on the
+    new server, reached by the fallback again; none hangs."""
+    log = tmp_path / "log"
+    port = free_port()
+    seen = Kinds()
+    transport = HttpTransport(
+        f"http://127.0.0.1:{port}/sse", reconnect=RestartPolicy(max_restarts=30, initial_delay=0.05, max_delay=0.5)
+    )
+    options = ClientOptions(on_event=seen, request_timeout=30)
+    async with contextlib.AsyncExitStack() as servers:
+        first = await servers.enter_async_context(resilient_server(log, port, sse=True))
+        async with Client(transport, options) as client:
+            assert client.era == "legacy"
+            assert (await client.call_tool("pid")).structured_content == {"result": first.pid}
+            charges = [asyncio.create_task(client.call_tool("charge", {"tag": f"c{i}"})) for i in range(20)]
+            await until(lambda: all(logged(log, f"charge c{i}") == 1 for i in range(20)))
+            first.kill()
+            await first.wait()
+            killed = time.monotonic()
+            async with asyncio.timeout(1.0):
+                lost = await asyncio.gather(*charges, return_exceptions=True)
+            assert time.monotonic() - killed < 1.0
+            assert all(isinstance(outcome, ConnectionClosed) for outcome in lost), lost
+            meanwhile = [asyncio.create_task(client.call_tool("pid")) for _ in range(5)]  # they wait for the client
+            second = await servers.enter_async_context(resilient_server(log, port, sse=True))
+            meanwhile += [asyncio.create_task(client.call_tool("pid")) for _ in range(5)]
+            async with asyncio.timeout(30):
+                answers = await asyncio.gather(*meanwhile)
+            assert [a.structured_content for a in answers] == [{"result": second.pid}] * 10
+            assert client.is_connected
+    assert all(logged(log, f"charge c{i}") == 1 for i in range(20))
+    assert len(seen.of("reconnect")) == 1
+    assert seen.of("reconnect_failed") == []
 
 
 # --- one kept-alive connection cut by a proxy -----------------------------------------------------
@@ -378,6 +459,28 @@ async def test_a_cut_response_stream_is_resumed_in_legacy_and_lost_in_modern(era
     assert seen.of("disconnect") == []
 
 
+async def test_a_cut_post_over_sse_transport_fails_only_that_call() -> None:
+    """``SseTransport`` (used directly, not by the fallback): the connection of one POST
+    is reset before its answer; that call alone fails with ConnectionClosed (its outcome
+    is unknown), at once, and the client goes on."""
+    app = load_server("sse_fake").SseFake()
+    with serve_in_thread(app) as port:
+        async with CuttingProxy(port, b'"cut-me"') as proxy:
+            transport = SseTransport(f"http://127.0.0.1:{proxy.port}/sse")
+            async with Client(transport, ClientOptions(request_timeout=10)) as client:
+                doomed = asyncio.create_task(client.call_tool("hang", {"tag": "cut-me"}))
+                await until(lambda: any(m.get("params", {}).get("name") == "hang" for m in app.posted))
+                started = time.monotonic()
+                proxy.cut_the_one_with(b'"cut-me"')
+                with pytest.raises(ConnectionClosed, match=r"Connection closed: POST .* failed"):
+                    async with asyncio.timeout(5):
+                        await doomed
+                assert time.monotonic() - started < 1.0
+                echoed = await client.call_tool("echo", {"text": "still here"})
+                assert text_of(echoed) == "still here"
+                assert client.is_connected
+
+
 # --- a node behind HAProxy dies, with kept-alive client connections -------------------------------
 
 
@@ -455,6 +558,9 @@ async def test_a_server_that_never_comes_back_is_given_up_on(era: str, tmp_path:
     assert len(seen.of("disconnect")) == 1
     assert seen.of("reconnect") == []
     assert [e.error.message for e in seen.of("reconnect_failed")] == [message]
+    attempts = seen.of("reconnecting")  # one event per attempt, numbered, with its back-off
+    assert [(e.attempt, e.delay) for e in attempts] == [(1, 0.1), (2, 0.2), (3, 0.4), (4, 0.4)]
+    assert "ConnectError" in attempts[-1].reason
 
 
 async def test_without_reconnect_a_lost_server_ends_the_client(tmp_path: Path) -> None:
@@ -474,4 +580,5 @@ async def test_without_reconnect_a_lost_server_ends_the_client(tmp_path: Path) -
         assert not client.is_connected
     assert len(seen.of("disconnect")) == 1
     assert seen.of("reconnect") == []
+    assert seen.of("reconnecting") == []
     assert seen.of("retry") == []

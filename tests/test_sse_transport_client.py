@@ -214,11 +214,19 @@ async def test_no_fallback_when_it_is_off(fake: tuple[str, object]) -> None:
 
 @pytest.mark.parametrize(
     ("path", "status"),
-    [("/nowhere", 404), ("/sse?mode=wrong", 405), ("/sse?mode=json", 405), ("/sse?mode=silent", 405)],
+    [
+        ("/nowhere", 404),
+        ("/sse?mode=wrong", 405),
+        ("/sse?mode=json", 405),
+        ("/sse?mode=silent", 405),
+        ("/sse?mode=endless", 405),
+        ("/sse?mode=trickle", 405),
+    ],
 )
 async def test_the_refusal_stands_without_an_sse_server(fake: tuple[str, object], path: str, status: int) -> None:
     """The POST is refused, and the GET finds no HTTP+SSE server (an error status,
-    another event first, no stream, no endpoint within ``connect_timeout``): the client
+    another event first, no stream, no endpoint within ``connect_timeout``, a body that
+    never ends, fast or slow): the client
     sees the POST's refusal, as if nothing had been tried, and negotiates on (its
     ``initialize`` is refused the same)."""
     base, app = fake

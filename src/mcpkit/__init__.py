@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         ConnectionLost,
         Reconnected,
         ReconnectFailed,
+        ReconnectScheduled,
         RetryScheduled,
         ServerRestarted,
     )
@@ -132,6 +133,7 @@ _EXPORTS: dict[str, str] = {
     "RetryScheduled": ".client.events",
     "ConnectionLost": ".client.events",
     "ServerRestarted": ".client.events",
+    "ReconnectScheduled": ".client.events",
     "Reconnected": ".client.events",
     "ReconnectFailed": ".client.events",
     "RetryPolicy": ".client.retry",
@@ -237,6 +239,7 @@ __all__ = [
     "RetryScheduled",
     "ConnectionLost",
     "ServerRestarted",
+    "ReconnectScheduled",
     "Reconnected",
     "ReconnectFailed",
     # tasks (docs/tasks.md)

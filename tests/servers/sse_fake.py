@@ -13,9 +13,14 @@ stream whose first event depends on ``M``:
 * ``foreign``: ``endpoint`` naming ``http://elsewhere.invalid/messages``;
 * ``silent``: comments only, never an event;
 * ``wrong``: a ``message`` event first;
-* ``json``: a 200 ``application/json`` answer instead of a stream.
+* ``json``: a 200 ``application/json`` answer instead of a stream;
+* ``endless``, ``trickle``: a 200 ``text/plain`` body that never ends (64 KiB chunks as
+  fast as the client reads them; or one byte every 0.2 s);
+* ``twice``: ``endpoint`` as ``normal``, then a second ``endpoint`` naming another session;
+* ``path``: ``endpoint`` naming ``/other/messages?sid=N`` (same origin, another path);
+* ``port``: ``endpoint`` naming the same host on another port.
 
-``POST /messages?sid=N`` answers 202 and puts the answers on session N's stream (404 for
+``POST /messages?sid=N`` (or ``/other/messages?sid=N``) answers 202 and puts the answers on session N's stream (404 for
 an unknown session). ``POST /sse`` answers 405, like a server that only speaks this
 transport; any other path answers 404.
 """
@@ -59,7 +64,7 @@ class SseFake:
         query = {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
         if method == "GET" and path == "/sse":
             await self._stream(query.get("mode", "normal"), scope, receive, send)
-        elif method == "POST" and path == "/messages":
+        elif method == "POST" and path in ("/messages", "/other/messages"):
             await self._post(query.get("sid", ""), receive, send)
         elif method == "POST" and path == "/sse":
             await _respond(send, 405, b"Method Not Allowed")
@@ -69,6 +74,18 @@ class SseFake:
     async def _stream(self, mode: str, scope: Scope, receive: Any, send: Any) -> None:
         if mode == "json":
             await _respond(send, 200, b"{}", "application/json")
+            return
+        if mode in ("endless", "trickle"):
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+            left = asyncio.ensure_future(_disconnected(receive))
+            try:
+                while not left.done():
+                    chunk = b"x" * (65536 if mode == "endless" else 1)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await asyncio.sleep(0.001 if mode == "endless" else 0.2)
+            finally:
+                left.cancel()
+                self.disconnects += 1
             return
         sid = str(next(self._ids))
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -80,6 +97,9 @@ class SseFake:
             "absolute": f"event: endpoint\ndata: http://{host}/messages?sid={sid}\n\n",
             "foreign": "event: endpoint\ndata: http://elsewhere.invalid/messages\n\n",
             "silent": ": waiting\n\n",
+            "twice": f"event: endpoint\ndata: messages?sid={sid}\n\nevent: endpoint\ndata: messages?sid=0\n\n",
+            "path": f"event: endpoint\ndata: /other/messages?sid={sid}\n\n",
+            "port": f"event: endpoint\ndata: http://{host.rpartition(':')[0]}:1/messages?sid={sid}\n\n",
             "wrong": 'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/x"}\n\n',
         }[mode]
         await send({"type": "http.response.body", "body": first.encode(), "more_body": True})

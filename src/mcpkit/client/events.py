@@ -5,7 +5,8 @@ An application counts these to see how healthy its server is and to degrade
 gracefully (turn a feature off, show cached content) instead of failing outright
 (docs/timeouts-and-retries.md). Each event is also logged on the ``mcpkit.client``
 logger: an attempt at DEBUG, a timeout, a retry and a reconnection at INFO, a lost
-connection and a restart at WARNING, a reconnection given up on at ERROR.
+connection, a restart and a reconnection attempt at WARNING, a reconnection given up on
+at ERROR.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "RetryScheduled",
     "ConnectionLost",
     "ServerRestarted",
+    "ReconnectScheduled",
     "Reconnected",
     "ReconnectFailed",
     "EventHandler",
@@ -37,7 +39,7 @@ logger = logging.getLogger("mcpkit.client")
 class ClientEvent:
     """Base class of the client's events; ``kind`` names each kind in one word
     (``"attempt"``, ``"timeout"``, ``"retry"``, ``"disconnect"``, ``"restart"``,
-    ``"reconnect"``, ``"reconnect_failed"``), handy as a counter key."""
+    ``"reconnecting"``, ``"reconnect"``, ``"reconnect_failed"``), handy as a counter key."""
 
     kind: ClassVar[str] = "event"
     level: ClassVar[int] = logging.INFO
@@ -123,6 +125,24 @@ class ServerRestarted(ClientEvent):
     def describe(self) -> str:
         """One line for the log."""
         return f"restarting the server (restart {self.restart}) after {self.delay:.2f} s: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReconnectScheduled(ClientEvent):
+    """The client will try to reach a server it lost again (HTTP with ``reconnect``; a
+    supervised stdio server reports :class:`ServerRestarted` instead): attempt
+    ``attempt`` (1-based, counted from the loss) starts after ``delay`` seconds, because
+    of ``reason`` (the loss, or how the previous attempt failed)."""
+
+    kind: ClassVar[str] = "reconnecting"
+    level: ClassVar[int] = logging.WARNING
+    attempt: int
+    delay: float
+    reason: str
+
+    def describe(self) -> str:
+        """One line for the log."""
+        return f"reconnecting (attempt {self.attempt}) in {self.delay:.2f} s: {self.reason}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -11,12 +11,13 @@ own deadline; calls in flight at the crash failed with ``ConnectionClosed`` (a r
 policy sends the idempotent ones again). When the transport gives up, the client is
 closed for good and every waiting call fails with the transport's reason.
 
-Two hooks serve a transport that keeps going across failures (:class:`SelfHealing`:
-HTTP). One that renews a session by itself (legacy HTTP after a 404) awaits
+Two hooks serve a transport that keeps going across failures. One that renews a
+session by itself (:class:`SelfHealing`: legacy HTTP after a 404) awaits
 ``on_session_renewed()``, and the link re-opens the subscriptions of the new session.
-One that lost a single request's exchange while the connection goes on calls
-``on_request_lost(id, reason)``, and the link fails just that call with
-``ConnectionClosed`` (a retry policy sends it again only if it is idempotent).
+One that lost a single request's exchange while the connection goes on
+(:class:`LosesRequests`: both HTTP transports) calls ``on_request_lost(id, reason)``,
+and the link fails just that call with ``ConnectionClosed`` (a retry policy sends it
+again only if it is idempotent).
 """
 
 from __future__ import annotations
@@ -32,13 +33,13 @@ from ..protocol.events import RequestId
 from ..runtime.channel import Restartable
 from ..runtime.outcome import fail_waiters
 from ..runtime.peer import Peer
-from .events import ConnectionLost, Reconnected, ReconnectFailed, ServerRestarted
+from .events import ConnectionLost, Reconnected, ReconnectFailed, ReconnectScheduled, ServerRestarted
 from .negotiation import negotiate
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["Link", "SelfHealing", "in_handshake"]
+__all__ = ["Link", "SelfHealing", "LosesRequests", "in_handshake"]
 
 logger = logging.getLogger("mcpkit.client")
 
@@ -53,9 +54,16 @@ def in_handshake() -> bool:
 
 @runtime_checkable
 class SelfHealing(Protocol):
-    """A transport with the link's hooks (``HttpTransport``): see the module's docstring."""
+    """A transport that renews its session by itself (``HttpTransport``): see the module's docstring."""
 
     on_session_renewed: Callable[[], Awaitable[None]] | None
+
+
+@runtime_checkable
+class LosesRequests(Protocol):
+    """A transport that can lose one request's exchange while the connection goes on
+    (``HttpTransport``, ``SseTransport``): see the module's docstring."""
+
     on_request_lost: Callable[[RequestId, str], None] | None
 
 
@@ -97,6 +105,7 @@ class Link:
         transport = self._client.transport
         if isinstance(transport, SelfHealing):
             transport.on_session_renewed = self.session_renewed
+        if isinstance(transport, LosesRequests):
             transport.on_request_lost = self.request_lost
         peer = self._new_peer()
         await peer.start()
@@ -197,12 +206,13 @@ class Link:
         assert isinstance(transport, Restartable)
         supervised = isinstance(transport, _Supervisor)  # else HTTP: nothing is restarted, it is reached again
         attempts = 0
+        why = reason  # of the next attempt: the loss, then the last attempt's failure
         while True:
             attempts += 1
             if isinstance(transport, _Supervisor):
                 client._events.emit(ServerRestarted(transport.restarts, delay, reason))
             else:
-                logger.info("reconnecting (attempt %d) in %.2f s: %s", attempts, delay, reason)
+                client._events.emit(ReconnectScheduled(attempts, delay, why))
             await asyncio.sleep(delay)
             peer = self._new_peer()
             try:
@@ -214,7 +224,7 @@ class Link:
                     await peer.close()  # a server that started but did not answer goes too
                     self._give_up(error)
                     return
-                delay = next_delay
+                delay, why = next_delay, error.message
                 continue
             break
         downtime = asyncio.get_running_loop().time() - self._lost_at

@@ -36,6 +36,7 @@ class RestartPolicy:
     the window waits ``initial_delay * multiplier ** (k - 1)`` seconds (at most
     ``max_delay``) before the restart. A crash beyond ``max_restarts`` within the window
     gives up: the client's calls then fail with ``ConnectionClosed`` saying so. Raises
+    ``TypeError`` for a value that is not a number (``max_restarts``: an integer), and
     ``ValueError`` for values out of range.
     """
 
@@ -46,6 +47,10 @@ class RestartPolicy:
     max_delay: float = 5.0
 
     def __post_init__(self) -> None:
+        for name in ("window", "initial_delay", "multiplier", "max_delay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, not {type(value).__name__}")
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int) or self.max_restarts < 1:
             raise ValueError("max_restarts must be an integer of at least 1")
         for name in ("window", "max_delay"):

@@ -3,7 +3,8 @@
 After an ``initialize`` the session id the server gave and the version it negotiated
 ride on every request; ``notifications/initialized`` is POSTed before any later request
 and, once accepted, opens the GET stream of server-initiated messages. A 404 for the
-session re-initialises once, transparently, with the remembered ``initialize`` params.
+session re-initialises once, transparently, with the remembered ``initialize`` params;
+so does a 404 for the GET stream (bounded by the reconnect policy: ``streams.Listener``).
 A dropped response stream is resumed. Cancelling a request POSTs
 ``notifications/cancelled``, then closes its stream. Closing the transport DELETEs the
 session (docs/http.md). When the connection was lost and the transport starts again,
@@ -24,6 +25,7 @@ from ....protocol.engine import encode
 from ....protocol.errors import flatten_text
 from ....protocol.events import RequestId
 from ....protocol.sse import SSEParser
+from ...restart import RECONNECT, RestartPolicy
 from .connection import Connection
 from .exchange import HttpExchange
 from .failures import ExchangeFailed
@@ -54,6 +56,9 @@ class LegacySettings(Settings, Protocol):
     @property
     def on_session_renewed(self) -> OnSessionRenewed | None: ...
 
+    @property
+    def reconnect_policy(self) -> RestartPolicy | None: ...
+
 
 def _expired(why: str) -> ExchangeFailed:
     return ExchangeFailed(f"The session expired and a new one could not be opened: {why}", {"status": 404})
@@ -81,7 +86,8 @@ class LegacySession:
         self.version: str | None = None  # negotiated by initialize
         self._init_params: Any = None  # of the last initialize, to repeat after a 404
         self._barrier: asyncio.Task[None] | None = None  # the POST of notifications/initialized
-        self._listener = Listener(settings, conn, streams, self._stream_headers)
+        policy = settings.reconnect_policy or RECONNECT  # bounds the GET stream's renewals of the session
+        self._listener = Listener(settings, conn, streams, self._stream_headers, self._stream_refused, policy)
         self._reinit_lock = asyncio.Lock()
 
     def claim(self, params: dict[str, Any] | None) -> LegacyMessage:
@@ -162,8 +168,9 @@ class LegacySession:
         await self._streams.follow(parser, rid, self._stream_headers)
 
     async def reinitialize(self, stale: str | None) -> None:
-        """The server forgot session ``stale``. Open a new one with the remembered
-        ``initialize`` params (once, however many requests noticed), then POST
+        """The server forgot session ``stale`` (a request, or the GET stream, got a
+        404). Open a new one with the remembered ``initialize`` params (once, however
+        many requests noticed), then POST
         ``notifications/initialized`` (which reopens the GET stream), then run the
         transport's ``on_session_renewed()``, if the client set one, in a task of its own
         (its requests must not wait for this lock). Raises
@@ -188,6 +195,23 @@ class LegacySession:
             renewed = self._settings.on_session_renewed
             if renewed is not None:
                 self._conn.spawn(_run(renewed))
+
+    async def _stream_refused(self, stale: str, resumed: bool) -> bool:
+        """The GET stream of session ``stale`` was refused with 404. A ``ping`` in the
+        session tells why: refused 404 too, the server forgot the session, and a new one
+        is opened (:meth:`reinitialize`); answered, the server forgot the event a
+        ``resumed`` stream asked for (True: open it afresh), or it offers no GET stream
+        at all (it should say 405; nothing more is done). Raises what
+        :meth:`reinitialize` raises."""
+        if self.session_id != stale:
+            return False  # a request opened a new session already
+        _, resp = await self._private.post("check", "ping", None, self.headers())
+        if resp.status_code != 404:
+            if not resumed:
+                logger.info("no GET stream: HTTP 404, though session %s answers (HTTP %d)", stale, resp.status_code)
+            return resumed
+        await self.reinitialize(stale)
+        return False
 
     async def end(self) -> None:
         """DELETE the session, if there is one and the server is reachable (errors

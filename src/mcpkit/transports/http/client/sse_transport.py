@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 import msgspec
+from msgspec import UNSET
 
 from ....protocol.engine import encode, is_request_id
 from ....protocol.errors import METHOD_NOT_FOUND, ConnectionClosed
@@ -28,6 +29,7 @@ from .connection import Connection
 from .exchange import Dropped, HttpExchange, Lost
 from .failures import Failures, OnRequestLost
 from .inbound import Inbound
+from .settings import check_count, check_seconds
 from .sse_stream import EventStream
 from .wire import ERROR_BODY_LIMIT, decode_out
 
@@ -91,7 +93,8 @@ class SseTransport:
     else clients are created at :meth:`start` and closed by :meth:`close`.
     ``connect_timeout`` bounds connecting and the wait for the ``endpoint`` event;
     ``post_timeout`` bounds each POST's answer; ``max_message_size`` bounds one inbound
-    message. httpx is imported only when the transport starts.
+    message (a value out of range raises ``ValueError``, one of the wrong type
+    ``TypeError``). httpx is imported only when the transport starts.
 
     Nothing raises to the caller of :meth:`send`. A POST refused with an error status
     delivers an error response to that request: the server's JSON-RPC error body, else
@@ -103,6 +106,11 @@ class SseTransport:
     ``ConnectionClosed`` (``on_request_lost``, as for ``HttpTransport``). A
     ``server/discover`` request is answered here with -32601: this transport carries the
     legacy era only.
+
+    Cancellation (the client sends ``notifications/cancelled`` when a call is cancelled
+    or times out; the call itself fails at once): a request still queued is dropped and
+    nothing is sent; for one already POSTed, the notification is POSTed at once, ahead
+    of the queue, whose head may be a POST the server is slow to answer.
     """
 
     def __init__(
@@ -119,9 +127,9 @@ class SseTransport:
         self.url = url
         self.headers = dict(headers or {})
         self.auth = auth
-        self.connect_timeout = connect_timeout
-        self.max_message_size = max_message_size
-        self.post_timeout = post_timeout
+        self.connect_timeout = check_seconds("connect_timeout", connect_timeout)
+        self.max_message_size = check_count("max_message_size", max_message_size, least=1)
+        self.post_timeout = check_seconds("post_timeout", post_timeout)
         #: Set by the client: ``on_request_lost(id, reason)`` fails that request alone with ``ConnectionClosed``.
         self.on_request_lost: OnRequestLost | None = None
         self._conn = Connection()
@@ -195,10 +203,26 @@ class SseTransport:
         if rid is not None and msg.method == "server/discover":
             self._refuse_discover(rid)
             return
+        if msg.method == "notifications/cancelled" and msg.id is UNSET:
+            self._cancel(data, msg.params.get("requestId") if isinstance(msg.params, dict) else None)
+            return
         self._queue.append((data, rid))
         if len(self._queue) > _QUEUE_HIGH:
             self._room.clear()
         self._wake.set()
+
+    def _cancel(self, data: bytes, target: object) -> None:
+        """The caller cancelled request ``target`` (``data`` says so). Still queued, the
+        request is dropped and nothing is sent; else the cancellation is POSTed at once,
+        ahead of the queue (whose head may be a POST the server does not answer)."""
+        for item in self._queue:
+            if item[1] is not None and item[1] == target and type(item[1]) is type(target):
+                self._queue.remove(item)
+                if len(self._queue) <= _QUEUE_HIGH:
+                    self._room.set()
+                return
+        if self._endpoint is not None:
+            self._conn.spawn(self._post_one(data, None))
 
     def _refuse_discover(self, rid: RequestId) -> None:
         """Answer the ``server/discover`` request ``rid`` with -32601 (legacy era only)."""

@@ -38,7 +38,7 @@ from ....protocol.engine import is_request_id
 from ....protocol.errors import ConnectionClosed
 from ....protocol.events import RequestId
 from ....runtime.channel import OnClose, OnMessage
-from ...restart import RECONNECT, CrashLog, RestartPolicy
+from ...restart import CrashLog, RestartPolicy
 from .connection import Connection
 from .exchange import HttpExchange
 from .failures import Failures, OnRequestLost
@@ -49,6 +49,7 @@ from .notifier import Notifier
 from .private import PrivateRequests
 from .route import EraMessage, InFlight
 from .runner import RequestRunner
+from .settings import check_count, check_seconds, reconnect_policy
 from .sse_fallback import SseFallback
 from .streams import Streams
 from .wire import decode_out
@@ -85,7 +86,10 @@ class HttpTransport:
     after the policy's back-off, negotiates anew (legacy: a new session, its
     subscriptions re-opened) and gives up, with a ``ConnectionClosed`` that says so,
     after more failed attempts within the policy's window than it allows
-    (docs/timeouts-and-retries.md, "Reconnection").
+    (docs/timeouts-and-retries.md, "Reconnection"). Any other value raises
+    ``TypeError``; a timeout that is not a positive finite number of seconds
+    (``reconnect_delay``: at least 0), or a size or count out of range, raises
+    ``ValueError`` (``TypeError`` if it is not a number at all).
 
     Nothing here raises to the caller of :meth:`send`. Failures become messages:
     an HTTP error with a JSON-RPC error body is delivered as the response to that
@@ -126,16 +130,16 @@ class HttpTransport:
         self.url = url
         self.headers = dict(headers or {})
         self.auth = auth
-        self.connect_timeout = connect_timeout
-        self.max_message_size = max_message_size
-        self.max_reconnects = max_reconnects
-        self.reconnect_delay = reconnect_delay
-        self.notification_timeout = notification_timeout
-        self.delete_timeout = delete_timeout
+        self.connect_timeout = check_seconds("connect_timeout", connect_timeout)
+        self.max_message_size = check_count("max_message_size", max_message_size, least=1)
+        self.max_reconnects = check_count("max_reconnects", max_reconnects, least=0)
+        self.reconnect_delay = check_seconds("reconnect_delay", reconnect_delay, zero=True)
+        self.notification_timeout = check_seconds("notification_timeout", notification_timeout)
+        self.delete_timeout = check_seconds("delete_timeout", delete_timeout)
         self.listen = listen
         self.sse_fallback = sse_fallback
         #: How the connection is got back once the server cannot be reached (None: it is not).
-        self.reconnect_policy = RECONNECT if reconnect is True else (reconnect or None)
+        self.reconnect_policy = reconnect_policy(reconnect)
         self._lost = CrashLog(self.reconnect_policy) if self.reconnect_policy is not None else None
         #: Set by the client: ``await on_session_renewed()`` after a new legacy session was opened by itself.
         self.on_session_renewed: OnSessionRenewed | None = None
