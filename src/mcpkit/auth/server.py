@@ -10,6 +10,8 @@ bearer token its verifier accepts, with the scopes the server requires — and, 
 
 - no token, or one the verifier refuses: **401**, ``WWW-Authenticate: Bearer
   resource_metadata="…", scope="…"`` (with ``error="invalid_token"`` for a bad one);
+  likewise a token whose ``exp`` is the verifier's ``leeway`` (30 s unless it names
+  one) or more past, whichever verifier accepted it;
 - a valid token without the scopes: **403**, ``error="insufficient_scope"`` and the
   scopes needed (the client may step up);
 - the verifier cannot decide (JWKS or introspection endpoint down): **503** with
@@ -29,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .identity import AccessToken
-from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable
+from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable, check_expiry, leeway_of
 
 __all__ = ["ResourceServer", "AuthRefusal", "MAX_AUTHORIZATION_HEADER"]
 
@@ -143,7 +145,11 @@ class ResourceServer:
     async def authenticate(self, authorization: str | None, *, check_scopes: bool = True) -> AccessToken:
         """The identity an ``Authorization`` header proves, and (unless
         ``check_scopes`` is false: the caller checks them once it knows the request)
-        with the server's required scopes. Raises :class:`AuthRefusal` (401, 403 or 503)."""
+        with the server's required scopes. Raises :class:`AuthRefusal`: 401 without a
+        token, for one the verifier refuses, or for one whose ``expires_at`` is the
+        verifier's ``leeway`` (:func:`~mcpkit.auth.verifiers.leeway_of`) or more past —
+        checked here for every verifier alike; 403 for missing scopes; 503 when the
+        verifier cannot decide. Cancellation while the verifier works abandons it."""
         required = list(self.required_scopes)
         if authorization is None:
             raise AuthRefusal(401, self.challenge(scopes=required), "Unauthorized: a bearer token is required")
@@ -156,6 +162,7 @@ class ResourceServer:
             raise AuthRefusal(401, challenge, "Unauthorized: use Authorization: Bearer <token>")
         try:
             identity = await self.verifier.verify(token)
+            check_expiry(identity, leeway_of(self.verifier))
         except InvalidToken as exc:
             log.debug("token refused: %s", exc)
             challenge = self.challenge(error="invalid_token", scopes=required, description=str(exc))

@@ -6,6 +6,13 @@ Every verifier is an object with ``async verify(token) -> AccessToken``, raising
 :class:`VerifierUnavailable` when it cannot decide (its key set or introspection
 endpoint is unreachable: 503 — it fails closed, never open). Tokens are never logged.
 PyJWT and httpx load when a verifier is built (the ``auth`` and ``http`` extras).
+
+Expiry is one rule for all: a token is refused once its ``exp`` is ``leeway`` seconds
+past (clock skew between the authorization server and this one). Each verifier here has
+a ``leeway`` attribute (default :data:`DEFAULT_LEEWAY`, 30 s); :func:`leeway_of` reads it,
+falling back to the default for a verifier of your own without one, and
+:class:`~mcpkit.auth.server.ResourceServer` applies :func:`check_expiry` to whatever a
+verifier accepts — so a verifier that does not look at ``exp`` still gets it checked.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import hashlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from .identity import AccessToken
 
@@ -26,7 +33,14 @@ __all__ = [
     "JWTVerifier",
     "IntrospectionVerifier",
     "FunctionVerifier",
+    "DEFAULT_LEEWAY",
+    "leeway_of",
+    "check_expiry",
 ]
+
+#: Seconds past its ``exp`` a token is still taken, for clock skew, unless a verifier's
+#: ``leeway`` says otherwise.
+DEFAULT_LEEWAY: Final = 30.0
 
 
 class InvalidToken(Exception):
@@ -37,6 +51,31 @@ class InvalidToken(Exception):
 class VerifierUnavailable(Exception):
     """The verifier cannot decide now (its JWKS or introspection endpoint is down): the
     request is refused with 503, never let through."""
+
+
+def _leeway(value: object) -> float:
+    """``value`` as a leeway. Raises ``ValueError`` unless it is a finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ValueError("leeway must be a finite number of seconds >= 0")
+    return float(value)
+
+
+def leeway_of(verifier: object) -> float:
+    """The seconds past ``exp`` a token ``verifier`` accepted is still taken: its
+    ``leeway`` attribute when that is a finite number >= 0, else :data:`DEFAULT_LEEWAY`."""
+    value = getattr(verifier, "leeway", DEFAULT_LEEWAY)
+    try:
+        return _leeway(value)
+    except ValueError:
+        return DEFAULT_LEEWAY
+
+
+def check_expiry(identity: AccessToken, leeway: float, now: float | None = None) -> None:
+    """Raises :class:`InvalidToken` ("the token has expired") if ``identity`` has an
+    ``expires_at`` and ``now`` (default: the current time) is ``leeway`` seconds or more
+    past it — the same instant PyJWT's ``exp`` check refuses at."""
+    if identity.expires_at is not None and identity.expires_at + leeway <= (time.time() if now is None else now):
+        raise InvalidToken("the token has expired")
 
 
 class TokenVerifier(Protocol):
@@ -77,6 +116,7 @@ class JWTVerifier:
     ``cache_ttl`` seconds; a token naming a key id the cache lacks triggers one refetch
     (key rotation), at most every ``min_refetch`` seconds. Fetches time out after
     ``timeout`` seconds. ``http_client`` (an ``httpx.AsyncClient``) is used if given.
+    Raises ``ValueError`` for a ``none`` or ``HS*`` algorithm or a negative ``leeway``.
     """
 
     def __init__(
@@ -86,7 +126,7 @@ class JWTVerifier:
         issuer: str,
         audience: str | Sequence[str],
         algorithms: Sequence[str] = ("RS256", "ES256", "PS256", "EdDSA"),
-        leeway: float = 30.0,
+        leeway: float = DEFAULT_LEEWAY,
         cache_ttl: float = 300.0,
         min_refetch: float = 10.0,
         timeout: float = 5.0,
@@ -101,7 +141,7 @@ class JWTVerifier:
         self.issuer = issuer
         self.audience = [audience] if isinstance(audience, str) else list(audience)
         self.algorithms = list(algorithms)
-        self.leeway = leeway
+        self.leeway = _leeway(leeway)
         self.cache_ttl = cache_ttl
         self.min_refetch = min_refetch
         self.timeout = timeout
@@ -177,8 +217,10 @@ class JWTVerifier:
 class IntrospectionVerifier:
     """Verifies opaque tokens with an RFC 7662 introspection endpoint, authenticating
     with ``client_id``/``client_secret`` (HTTP Basic). Refuses inactive tokens and,
-    when ``audience`` is given, tokens whose ``aud`` does not contain it. Answers are
-    cached for ``cache_ttl`` seconds (never past the token's ``exp``)."""
+    when ``audience`` is given, tokens whose ``aud`` does not contain it, and tokens
+    whose ``exp`` is ``leeway`` seconds past. Answers are cached for ``cache_ttl``
+    seconds (never past the token's ``exp`` plus ``leeway``). Raises ``ValueError`` for a
+    negative ``leeway``."""
 
     def __init__(
         self,
@@ -190,6 +232,7 @@ class IntrospectionVerifier:
         cache_ttl: float = 30.0,
         timeout: float = 5.0,
         http_client: Any = None,
+        leeway: float = DEFAULT_LEEWAY,
     ) -> None:
         import httpx
 
@@ -199,6 +242,7 @@ class IntrospectionVerifier:
         self.audience = audience
         self.cache_ttl = cache_ttl
         self.timeout = timeout
+        self.leeway = _leeway(leeway)
         self._http = http_client
         self._cache: dict[str, tuple[float, AccessToken]] = {}
 
@@ -230,9 +274,9 @@ class IntrospectionVerifier:
             if self.audience not in auds:
                 raise InvalidToken("the token is not for this resource (aud)")
         identity = identity_from_claims(claims)
-        if identity.expires_at is not None and identity.expires_at <= now:
-            raise InvalidToken("the token has expired")
-        until = min(now + self.cache_ttl, identity.expires_at or now + self.cache_ttl)
+        check_expiry(identity, self.leeway, now)
+        last = now + self.cache_ttl if identity.expires_at is None else identity.expires_at + self.leeway
+        until = min(now + self.cache_ttl, last)
         if len(self._cache) > 10_000:
             self._cache.clear()
         self._cache[key] = (until, identity)
@@ -242,21 +286,31 @@ class IntrospectionVerifier:
 class FunctionVerifier:
     """A verifier of your own: ``fn(token)`` (sync or async) returns an
     :class:`AccessToken` (or a claims dict), or raises :class:`InvalidToken`; returning
-    None refuses the token."""
+    None refuses the token. A token whose ``expires_at`` (``exp``) is ``leeway`` seconds
+    past is refused too, whether or not ``fn`` looks at it. Raises ``ValueError`` for a
+    negative ``leeway``."""
 
-    def __init__(self, fn: Callable[[str], AccessToken | dict[str, Any] | Awaitable[Any] | None]) -> None:
+    def __init__(
+        self,
+        fn: Callable[[str], AccessToken | dict[str, Any] | Awaitable[Any] | None],
+        *,
+        leeway: float = DEFAULT_LEEWAY,
+    ) -> None:
         self._fn = fn
+        self.leeway = _leeway(leeway)
 
     async def verify(self, token: str) -> AccessToken:
         """The identity ``fn`` returns. Raises :class:`InvalidToken` if it returns None
-        (or raises it), ``TypeError`` if it returns something else."""
+        (or raises it) or the identity has expired (past ``leeway``), ``TypeError`` if it
+        returns something else. Cancellation while an async ``fn`` runs cancels it."""
         result = self._fn(token)
         if inspect.isawaitable(result):
             result = await result
         if result is None:
             raise InvalidToken("the token was refused")
         if isinstance(result, dict):
-            return identity_from_claims(result)
+            result = identity_from_claims(result)
         if not isinstance(result, AccessToken):
             raise TypeError("a verifier function must return an AccessToken, a claims dict or None")
+        check_expiry(result, self.leeway)
         return result

@@ -209,6 +209,7 @@ class StreamableHTTPApp:
         """Start a graceful shutdown: end every GET stream and refuse new ones (503).
         Requests in progress go on; the lifespan shutdown (or :meth:`close`) ends them."""
         self.draining = True
+        self._modern.draining = self._legacy.draining = True  # those cut after the grace get -32603
         self.server.shutdown()  # open modern subscriptions are answered and end
         self.sessions.close_streams()
         if self.sse is not None:

@@ -3,16 +3,16 @@
 the deprecated HTTP+SSE transport's alike.
 
 :class:`EdgeAuth` serves the Protected Resource Metadata, verifies each request's bearer
-token (401 without a valid, unexpired one; 403 for missing scopes or a legacy session
+token (401 without a valid, unexpired one — :meth:`ResourceServer.authenticate
+<mcpkit.auth.server.ResourceServer.authenticate>` checks ``exp``, with the verifier's
+leeway, for every verifier; 403 for missing scopes or a legacy session
 another identity opened; 503 when tokens cannot be verified), and checks the scopes of
 the tool, prompt or resource a request names once it is parsed.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
-from typing import Final
 
 import msgspec
 
@@ -25,9 +25,6 @@ from .asgi import Headers, Reject, Scope, Send, send_json
 from .sessions import HttpSession
 
 __all__ = ["EdgeAuth"]
-
-#: Seconds past its ``exp`` a token is still taken when the verifier names no ``leeway``.
-EXPIRY_LEEWAY: Final = 30.0
 
 #: The live Streamable HTTP session an ``Mcp-Session-Id`` names (None for none).
 FindSession = Callable[[str | None], Awaitable[HttpSession | None]]
@@ -52,9 +49,9 @@ class EdgeAuth:
 
     async def authenticate(self, headers: Headers, method: str, find: FindSession) -> AccessToken:
         """The request's verified identity. Raises :class:`Reject`: 401 (with
-        ``WWW-Authenticate``) without a valid token or with one whose ``expires_at`` has
-        passed (by more than the verifier's leeway) whatever the verifier said, 403 for missing scopes (a POST's are
-        checked by :meth:`check_scopes` once its request is known) or when
+        ``WWW-Authenticate``) without a valid token or with an expired one (past the
+        verifier's leeway, checked by the ``ResourceServer``), 403 for missing scopes (a
+        POST's are checked by :meth:`check_scopes` once its request is known) or when
         ``Mcp-Session-Id`` names a session another subject opened, 503 when tokens
         cannot be verified now."""
         try:
@@ -62,21 +59,10 @@ class EdgeAuth:
             identity = await self.auth.authenticate(headers.get("authorization"), check_scopes=method != "POST")
         except AuthRefusal as refusal:
             raise Reject(refusal.status, refusal.text, refusal.headers()) from None
-        if identity.expires_at is not None and identity.expires_at + self._leeway() <= time.time():
-            challenge = self.auth.challenge(
-                error="invalid_token", scopes=self.auth.required_scopes, description="the token has expired"
-            )
-            raise Reject(401, "Unauthorized: the token has expired", [(b"www-authenticate", challenge.encode())])
         session = await find(headers.get("mcp-session-id"))
         if session is not None and session.subject != identity.principal:
             raise Reject(403, "Forbidden: this session belongs to another identity")
         return identity
-
-    def _leeway(self) -> float:
-        """Seconds past its ``exp`` a token is still taken (clock skew): the verifier's
-        ``leeway`` (as :class:`~mcpkit.JWTVerifier` has), else :data:`EXPIRY_LEEWAY`."""
-        leeway = getattr(self.auth.verifier, "leeway", EXPIRY_LEEWAY)
-        return float(leeway) if isinstance(leeway, (int, float)) and leeway >= 0 else EXPIRY_LEEWAY
 
     def check_scopes(self, engine: Engine | None, request: RequestReceived | None) -> None:
         """Raises :class:`Reject` (403 insufficient_scope, naming every scope needed) if

@@ -11,6 +11,8 @@ session stream so that the client can resume it with ``Last-Event-ID`` — and t
 handler may end the connection early for the client to poll (``ctx.close_sse_stream()``).
 A request whose handler is cancelled is answered -32800 "Request cancelled": an HTTP
 response to a request must be JSON or SSE, even when the client no longer waits for it.
+When the exchange itself is cancelled while the server stops, the request is answered
+as :mod:`.shutdown` says: -32603, as JSON or as the last event of its SSE stream.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
@@ -32,6 +34,7 @@ from ....runtime.outcome import run_request
 from ...base import RequestHandler
 from .asgi import Receive, Send, end_body, json_error, send_frame, send_json, start_sse, wait_disconnect
 from .sessions import HttpSession
+from .shutdown import last_words, shutdown_error, write_answer
 from .streams import SseStream
 
 __all__ = ["Exchange"]
@@ -99,6 +102,7 @@ class Exchange:
     policy's by default); ``retry_ms`` is the ``retry`` a stored stream's priming event
     carries (None: none). ``after`` (if given) is awaited when the handler has its
     outcome, before the response goes out (a shared session saves its changes then).
+    ``stopping`` says whether the server's shutdown has begun.
     """
 
     def __init__(
@@ -114,8 +118,10 @@ class Exchange:
         error_status: Callable[[McpError], int] | None = None,
         retry_ms: int | None = None,
         after: Callable[[], Awaitable[None]] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self._after = after
+        self._stopping = stopping
         self._stored_in = session if policy.resumable_streams else None
         if policy.resumable_streams and self._stored_in is None:
             raise ValueError("resumable SSE streams need the legacy session to store them on")
@@ -132,14 +138,22 @@ class Exchange:
         self._items: asyncio.Queue[_Item] = asyncio.Queue()
         self._session = session
         self._stream: SseStream | None = None  # once set, the handler's messages go there
+        self._started: Literal["no", "json", "sse"] = "no"  # how far the response is
+        self._stored: tuple[SseStream, asyncio.Queue[bytes | None]] | None = None
+        self._held: _Item | None = None  # taken from the queue, not yet written or moved on
+        self._final = False  # answered at shutdown: nothing more is reported
 
     async def run(self, receive: Receive, send: Send) -> None:
         """Run the handler and answer this POST on ``send``.
 
-        Returns when the response is complete or the client has gone. Then, or if the
-        caller is cancelled, a handler still running is cancelled if the policy says a
-        disconnect cancels it; otherwise it runs on, and its messages keep going to the
-        stored stream (if the response became one) for the client to resume.
+        Returns when the response is complete or the client has gone. Then a handler
+        still running is cancelled if the policy says a disconnect cancels it; otherwise
+        it runs on, and its messages keep going to the stored stream (if the response
+        became one) for the client to resume.
+
+        Cancelled while ``stopping()`` (the ASGI server cuts what still runs at the end
+        of its grace), the handler is cancelled in both eras, the request is answered
+        -32603 (:mod:`.shutdown`) and it returns. Else ``CancelledError`` propagates.
         """
         loop = asyncio.get_running_loop()
         task = loop.create_task(self._handle())
@@ -148,6 +162,16 @@ class Exchange:
         watcher.add_done_callback(self._client_gone)
         try:
             await self._deliver(send, watcher)
+        except asyncio.CancelledError:
+            if not self._stopping():
+                raise
+            self._final = True  # the handler's own -32800 (or late answer) is not reported
+            messages, status = self._last_messages()  # before the handler can abandon the request
+            task.cancel()  # and a stored stream's frames for this connection go at once, not pumped
+            pending = self._stored[0].cut(self._stored[1]) if self._stored is not None else b""
+            if self._started != "json":  # else it was being sent: nothing can be added
+                json = self._json_response is not False or status != 200
+                await last_words(write_answer(send, messages, status, started=self._started == "sse", json=json, pending=pending))
         finally:
             watcher.cancel()
             if self._policy.cancel_on_disconnect and not task.done():
@@ -249,7 +273,10 @@ class Exchange:
 
     def _emit(self, item: _Item) -> None:
         """Report ``item``: queued for the connection until the response is routed to a
-        stored stream, then put on that stream (anything but a note ends it)."""
+        stored stream, then put on that stream (anything but a note ends it). Nothing
+        once the request was answered at shutdown."""
+        if self._final:
+            return
         stream = self._stream
         if stream is None:
             self._items.put_nowait(item)
@@ -272,11 +299,14 @@ class Exchange:
         first = await self._items.get()
         if isinstance(first, _ClientGone):
             return
+        self._held = first
         # A lone error with an HTTP status of its own (modern era) is JSON even when SSE
         # is forced: a stream could only say 200.
         if isinstance(first, (_Answer, _Cancelled)) and (self._json_response is not False or first.status != 200):
+            self._started = "json"
             await send_json(send, first.status, first.message or b"")
             return
+        self._started = "sse"
         await start_sse(send)
         if self._stored_in is None:
             await self._stream_direct(send, first)
@@ -290,9 +320,11 @@ class Exchange:
             if isinstance(item, _Release):  # not resumable: the connection is the stream
                 item = await self._items.get()
                 continue
+            self._held = item
             message = _message_of(item)
             if message:
                 await send_frame(send, encode_event(message))
+            self._held = None
             if not isinstance(item, _Note):
                 await end_body(send)
                 return
@@ -303,7 +335,9 @@ class Exchange:
         an event id, and forwarded to this connection while it lasts (or until the
         handler releases it)."""
         stream = session.new_stream(self._request.id)
+        stream.request_id = self._request.id
         sink = stream.attach()
+        self._stored = (stream, sink)
         if session.primes_streams:
             await send_frame(send, await stream.prime(self._retry_ms))
         backlog: list[_Item] = [first]
@@ -312,6 +346,7 @@ class Exchange:
             if not isinstance(item, _ClientGone):
                 backlog.append(item)
         self._stream = stream  # from here on every message goes to the stored stream, in order
+        self._held = None
         for item in backlog:
             self._emit(item)
         try:
@@ -319,15 +354,44 @@ class Exchange:
         finally:
             stream.detach(sink)
 
+    # --- shutdown ---------------------------------------------------------------------------------
+
+    def _last_messages(self) -> tuple[list[bytes], int]:
+        """What the request still gets at shutdown, and the HTTP status of a JSON reply:
+        the notes still queued, then the handler's answer if queued just before, else the
+        -32603 shutdown error (answered in the engine: call it before cancelling the handler)."""
+        messages: list[bytes] = []
+        status: int | None = None
+        held, self._held = self._held, None
+        items = [held] if held is not None else []
+        while not self._items.empty():
+            items.append(self._items.get_nowait())
+        for item in items:
+            message = _message_of(item)
+            if message is not None and status is None:
+                messages.append(message)
+                if isinstance(item, (_Answer, _Cancelled)):
+                    status = item.status
+        if status is None:
+            err = shutdown_error()
+            status = self._status(err)
+            error = self._engine.respond_error(self._request.id, err)
+            if error is not None:
+                messages.append(error)
+        return messages, status
+
 
 async def _forward(sink: asyncio.Queue[bytes | None], send: Send, watcher: asyncio.Task[None]) -> None:
     """Write a stored stream's frames from ``sink`` to this connection until the stream
     ends (``None``: the body is ended) or ``watcher`` (the client's disconnect) finishes."""
     while True:
         getter = asyncio.ensure_future(sink.get())
-        done, _ = await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
         if getter not in done:
-            getter.cancel()
             return
         frame = getter.result()
         if frame is None:

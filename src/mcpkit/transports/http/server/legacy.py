@@ -43,6 +43,7 @@ from .asgi import (
 from .cluster import Cluster, connect_changes, unavailable
 from .exchange import Exchange
 from .sessions import HttpSession, SessionManager
+from .shutdown import answer_in, last_words
 from .streams import EventStore, SseStream
 
 __all__ = ["LegacyEndpoint"]
@@ -92,6 +93,8 @@ class LegacyEndpoint:
         self._max_session_requests = max_session_requests
         #: The ``retry`` (ms) of the priming events: how long a client waits to reconnect.
         self._retry_ms = retry_ms
+        #: Set by the app when its shutdown begins: requests cut then are answered (-32603).
+        self.draining = False
 
     async def _live(self, session_id: str) -> HttpSession:
         """The live session ``session_id``; raises :class:`Reject`: 404 if there is none,
@@ -194,6 +197,7 @@ class LegacyEndpoint:
             session=session,
             retry_ms=self._retry_ms,
             after=self._sync_after(session),
+            stopping=lambda: self.draining,
         )
         session.busy += 1
         try:
@@ -270,7 +274,7 @@ class LegacyEndpoint:
         sink = stream.attach()
         # Flush the headers at once; with an id to resume from where the revision primes streams.
         first = await stream.prime(self._retry_ms) if session.primes_streams else b": stream open\n\n"
-        await _pipe(receive, send, stream, sink, first, self._keepalive_interval, self._sessions.reap)
+        await self._pipe(receive, send, stream, sink, first, session.engine)
 
     async def _resume(self, receive: Receive, send: Send, session: HttpSession, last_event_id: str) -> None:
         """Replay the events after ``last_event_id``, then go on live if its stream is
@@ -286,7 +290,7 @@ class LegacyEndpoint:
             sink = await stream.resume(last_event_id, collect)
             if sink is None:
                 raise Reject(404, "Not Found: unknown Last-Event-ID")
-            await _pipe(receive, send, stream, sink, b"".join(frames), self._keepalive_interval, self._sessions.reap)
+            await self._pipe(receive, send, stream, sink, b"".join(frames), session.engine)
             return
 
         async def replay(event_id: str, message: bytes) -> None:
@@ -297,6 +301,39 @@ class LegacyEndpoint:
             raise Reject(404, "Not Found: unknown Last-Event-ID")
         await start_sse(send)
         await end_body(send, b"".join(frames))
+
+    async def _pipe(
+        self,
+        receive: Receive,
+        send: Send,
+        stream: SseStream,
+        sink: asyncio.Queue[bytes | None],
+        first: bytes,
+        engine: Engine,
+    ) -> None:
+        """Answer with ``stream``: ``first``, then its frames from ``sink``, until the stream
+        ends or the client goes away; while idle, every ``keepalive_interval`` seconds a
+        keep-alive comment and a reaping of idle sessions (this stream's own ends it). The
+        connection is detached from the stream on return.
+
+        Cancelled once draining (the ASGI server cuts what still runs at the end of its
+        grace), it writes what the stream still has for this connection — and, for a
+        request's stream whose handler still runs in ``engine``, the -32603 shutdown
+        answer, the handler being cancelled — ends the response and returns, as a POST's
+        exchange does. Cancelled otherwise, ``CancelledError`` propagates."""
+        watcher = asyncio.get_running_loop().create_task(wait_disconnect(receive))
+        try:
+            await start_sse(send)
+            try:
+                await _write_stream(send, sink, first, self._keepalive_interval, self._sessions.reap, watcher)
+            except asyncio.CancelledError:
+                if not self.draining:
+                    raise
+                answer = answer_in(engine, stream.request_id)
+                await last_words(end_body(send, stream.cut(sink) + (encode_event(answer) if answer is not None else b"")))
+        finally:
+            watcher.cancel()
+            stream.detach(sink)
 
     async def delete(self, send: Send, headers: Headers) -> None:
         """End the session. Raises :class:`Reject`: 405 without a session, 404 for an
@@ -314,23 +351,17 @@ class LegacyEndpoint:
         await send_empty(send, 200)
 
 
-async def _pipe(
-    receive: Receive,
+async def _write_stream(
     send: Send,
-    stream: SseStream,
     sink: asyncio.Queue[bytes | None],
     first: bytes,
     keepalive_interval: float,
     on_idle: Callable[[], None],
+    watcher: asyncio.Task[None],
 ) -> None:
-    """Answer with ``stream``: ``first``, then its frames from ``sink``, until the stream
-    ends or the client goes away; while idle, every ``keepalive_interval`` seconds a
-    keep-alive comment and a call to ``on_idle`` (which reaps idle sessions: this
-    stream's own ends it). The connection is detached from the stream on return, also on
-    cancellation."""
-    watcher = asyncio.get_running_loop().create_task(wait_disconnect(receive))
+    """The loop of :func:`_pipe`, once the response has started. Cancellation propagates."""
+    getter: asyncio.Future[bytes | None] | None = None
     try:
-        await start_sse(send)
         if first:
             await send_frame(send, first)
         while not watcher.done():
@@ -348,5 +379,5 @@ async def _pipe(
             await send_frame(send, frame)
         await end_body(send)
     finally:
-        watcher.cancel()
-        stream.detach(sink)
+        if getter is not None and not getter.done():
+            getter.cancel()

@@ -71,6 +71,8 @@ class ModernEndpoint:
         self._handler = handler
         self._json_response = json_response
         self._error_status = error_status
+        #: Set by the app when its shutdown begins: requests cut then are answered (-32603).
+        self.draining = False
 
     def status_of(self, error: McpError) -> int:
         """The HTTP status of a JSON response carrying ``error``: the handler's own
@@ -113,5 +115,6 @@ class ModernEndpoint:
             server_session=self._handler.new_session(),
             json_response=self._json_response,
             error_status=self.status_of,
+            stopping=lambda: self.draining,
         )
         await exchange.run(receive, send)

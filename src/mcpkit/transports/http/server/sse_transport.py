@@ -20,9 +20,7 @@ no idle timeout: the open stream is the session. The app checks the path, ``Host
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
-from typing import Final
 from urllib.parse import parse_qs, quote
 
 import msgspec
@@ -54,15 +52,13 @@ from .asgi import (
 )
 from .modern import meta_protocol_version
 from .sessions import SessionManager
+from .shutdown import SHUTDOWN_MESSAGE, last_words
 from .sse_session import WAKE, SseSession, ask
 from .streams import EventStore
 
 __all__ = ["SseEndpoint", "SseSession"]
 
 CheckScopes = Callable[[Engine | None, RequestReceived | None], None]
-
-#: Seconds a stream cut short at shutdown may take to write its last frames.
-_LAST_WORDS_TIMEOUT: Final = 1.0
 
 
 class SseEndpoint:
@@ -178,12 +174,8 @@ class SseEndpoint:
         except asyncio.CancelledError:
             if not session.draining:
                 raise
-            last = session.last_words(McpError(INTERNAL_ERROR, "Server shutting down: the request was cancelled"))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(end_body(send, last), _LAST_WORDS_TIMEOUT)
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()  # the cancellation is handled: the response is complete
+            last = session.last_words(McpError(INTERNAL_ERROR, SHUTDOWN_MESSAGE))  # as on the MCP endpoint
+            await last_words(end_body(send, last))
         finally:
             watcher.cancel()
 

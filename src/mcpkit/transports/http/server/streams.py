@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final, Protocol, runtime_checkable
 
 from ....protocol.engine import encode
+from ....protocol.events import RequestId
 from ....protocol.sse import encode_event
 
 __all__ = ["SendEvent", "EventStore", "SharedEventStore", "InMemoryEventStore", "SseStream"]
@@ -194,6 +195,9 @@ class SseStream:
         self._store = store
         self._pending: asyncio.Queue[bytes | _Release | _Announce | None] = asyncio.Queue()
         self.on_finish: Callable[[SseStream], None] | None = None
+        #: The request whose response this stream is (None: a GET stream), for the
+        #: answer a resumed stream gets when the server stops before the handler ends.
+        self.request_id: RequestId | None = None
         self._sink: asyncio.Queue[bytes | None] | None = None
         self._lock = asyncio.Lock()
         self.finished = False
@@ -288,6 +292,31 @@ class SseStream:
     def detach(self, sink: asyncio.Queue[bytes | None]) -> None:
         if self._sink is sink:
             self._sink = None
+
+    def cut(self, sink: asyncio.Queue[bytes | None]) -> bytes:
+        """Detach the connection ``sink`` belongs to at once (the server is stopping and
+        cannot wait for the pump) and return what it has still to write, as SSE frames:
+        those forwarded to it, then the messages put but not stored yet (without event
+        ids; they stay queued for the store), up to the stream's end."""
+        frames: list[bytes] = []
+        while not sink.empty():
+            frame = sink.get_nowait()
+            if frame is None:
+                self.detach(sink)
+                return b"".join(frames)
+            frames.append(frame)
+        self.detach(sink)
+        queued: list[bytes | _Release | _Announce | None] = []
+        while not self._pending.empty():
+            queued.append(self._pending.get_nowait())
+        for item in queued:
+            self._pending.put_nowait(item)
+        for item in queued:
+            if item is None:
+                break
+            if isinstance(item, bytes):
+                frames.append(encode_event(item))
+        return b"".join(frames)
 
     @property
     def attached(self) -> bool:
