@@ -8,12 +8,19 @@ request's response stream.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 
-__all__ = ["Outbound", "Notifier", "DROP"]
+from ..protocol.errors import RequestTimeout
+
+if TYPE_CHECKING:
+    from ..protocol.engine import Engine
+    from ..protocol.events import RequestId
+
+__all__ = ["Outbound", "Notifier", "DROP", "ask_over"]
 
 Ask = Callable[..., Awaitable[msgspec.Raw]]
 
@@ -80,3 +87,45 @@ def _drop(method: str, params: Any) -> None:
 
 #: An :class:`Outbound` that drops everything (a request that has nowhere to stream).
 DROP: Final = Notifier(_drop)
+
+
+async def ask_over(
+    engine: Engine,
+    send: Callable[[bytes], None],
+    method: str,
+    params: object,
+    *,
+    timeout: float,
+    id_factory: Callable[[int], RequestId] | None = None,
+) -> msgspec.Raw:
+    """Send a request to the peer through ``send`` (a session's stream: HTTP, legacy
+    era) and await its result, which the peer's answer, routed by ``engine``, sets.
+    Raises :class:`~mcpkit.McpError` for an error response, ``RequestTimeout`` after
+    ``timeout`` seconds (the request is then withdrawn on the wire), ``ConnectionClosed``
+    if the engine's connection ends first. On cancellation the request is cancelled on
+    the wire (``notifications/cancelled``) and ``CancelledError`` propagates."""
+    loop = asyncio.get_running_loop()
+    out = engine.start_request(method, params, deadline=loop.time() + timeout, id_factory=id_factory)
+    fut: asyncio.Future[msgspec.Raw] = loop.create_future()
+    out.waiter = fut
+
+    def withdraw(reason: str) -> bool:
+        pending, data = engine.cancel(out.id, reason)
+        if data is not None:
+            send(data)
+        return pending is not None
+
+    def expire() -> None:
+        if withdraw("Request timed out") and not fut.done():
+            fut.set_exception(RequestTimeout(out.id))
+
+    timer = loop.call_at(out.deadline, expire)
+    try:
+        send(out.data)
+        engine.mark_sent(out)
+        return await fut
+    except asyncio.CancelledError:
+        withdraw("Cancelled by the server")
+        raise
+    finally:
+        timer.cancel()

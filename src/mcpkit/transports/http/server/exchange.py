@@ -26,10 +26,10 @@ import msgspec
 
 from ....protocol.engine import Engine
 from ....protocol.eras import EraPolicy
-from ....protocol.errors import REQUEST_CANCELLED, McpError, RequestTimeout
+from ....protocol.errors import REQUEST_CANCELLED, McpError
 from ....protocol.events import RequestReceived
 from ....protocol.sse import encode_event
-from ....runtime.outbound import Notifier
+from ....runtime.outbound import Notifier, ask_over
 from ....runtime.outcome import run_request
 from ...base import RequestHandler
 from .asgi import Receive, Send, end_body, json_error, send_frame, send_json, start_sse, wait_disconnect
@@ -244,32 +244,8 @@ class Exchange:
         """A request to the client, in the legacy session; its response is POSTed back
         and routed by the session's engine to the future awaited here. Raises as
         :meth:`~mcpkit.runtime.outbound.Outbound.request` says."""
-        engine, loop = self._engine, asyncio.get_running_loop()
         ids = self._session.ask_id if self._session is not None else None
-        out = engine.start_request(method, params, deadline=loop.time() + timeout, progress=False, id_factory=ids)
-        fut: asyncio.Future[msgspec.Raw] = loop.create_future()
-        out.waiter = fut
-
-        def withdraw(reason: str) -> bool:
-            pending, data = engine.cancel(out.id, reason)
-            if data is not None:
-                self._to_client(data)
-            return pending is not None
-
-        def expire() -> None:
-            if withdraw("Request timed out") and not fut.done():
-                fut.set_exception(RequestTimeout(out.id))
-
-        timer = loop.call_at(out.deadline, expire)
-        try:
-            self._to_client(out.data)
-            engine.mark_sent(out)
-            return await fut
-        except asyncio.CancelledError:
-            withdraw("Cancelled by the server")
-            raise
-        finally:
-            timer.cancel()
+        return await ask_over(self._engine, self._to_client, method, params, timeout=timeout, id_factory=ids)
 
     def _emit(self, item: _Item) -> None:
         """Report ``item``: queued for the connection until the response is routed to a

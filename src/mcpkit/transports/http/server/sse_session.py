@@ -12,8 +12,9 @@ from typing import Final
 
 import msgspec
 
-from ....protocol.errors import McpError, RequestTimeout
+from ....protocol.errors import McpError
 from ....protocol.sse import encode_event
+from ....runtime.outbound import ask_over
 from .sessions import HttpSession
 from .streams import EventStore
 
@@ -115,28 +116,4 @@ async def ask(session: SseSession, method: str, params: object, *, timeout: floa
     :class:`~mcpkit.McpError` for an error response, ``RequestTimeout`` after
     ``timeout`` seconds, ``ConnectionClosed`` when the session ends first; on
     cancellation the request is cancelled on the wire (``notifications/cancelled``)."""
-    engine, loop = session.engine, asyncio.get_running_loop()
-    out = engine.start_request(method, params, deadline=loop.time() + timeout)
-    fut: asyncio.Future[msgspec.Raw] = loop.create_future()
-    out.waiter = fut
-
-    def withdraw(reason: str) -> bool:
-        pending, data = engine.cancel(out.id, reason)
-        if data is not None:
-            session.send(data)
-        return pending is not None
-
-    def expire() -> None:
-        if withdraw("Request timed out") and not fut.done():
-            fut.set_exception(RequestTimeout(out.id))
-
-    timer = loop.call_at(out.deadline, expire)
-    try:
-        session.send(out.data)
-        engine.mark_sent(out)
-        return await fut
-    except asyncio.CancelledError:
-        withdraw("Cancelled by the server")
-        raise
-    finally:
-        timer.cancel()
+    return await ask_over(session.engine, session.send, method, params, timeout=timeout)
