@@ -138,6 +138,9 @@ def versions(python: str) -> dict[str, str]:
         f"for p in {RECORDED!r}:\n"
         "    try: out[p] = m.version(p)\n"
         "    except m.PackageNotFoundError: pass\n"
+        "import importlib.util as u\n"  # what uvicorn's "auto" picks here (and mcpkit's run_uvicorn)
+        "out['http_stack'] = ('httptools' if u.find_spec('httptools') else 'h11') + ' + ' + "
+        "('uvloop' if u.find_spec('uvloop') else 'asyncio')\n"
         "print(json.dumps(out))"
     )
     proc = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)

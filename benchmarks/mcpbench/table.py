@@ -130,9 +130,9 @@ def markdown(results: dict[str, Any], chart: str | None = None) -> str:
         f"Run on {env['date']}: {env['machine']}; load average {', '.join(f'{x:.1f}' for x in env['load_average_at_start'])} "
         f"at the start, {', '.join(f'{x:.1f}' for x in env['load_average_at_end'])} at the end.",
         f"mcpkit {mcpkit_v.get('mcpkit', '?')} at {env['commit']}, Python {mcpkit_v.get('python', '?')}, uvicorn "
-        f"{mcpkit_v.get('uvicorn', '?')} (h11 {mcpkit_v.get('h11', '?')}); "
-        f"official SDK `mcp` {libs.get('mcp', {}).get('mcp', '–')}; "
-        f"fastmcp {libs.get('fastmcp', {}).get('fastmcp', '–')}.",
+        f"{mcpkit_v.get('uvicorn', '?')} on {mcpkit_v.get('http_stack', '?')}; "
+        f"official SDK `mcp` {libs.get('mcp', {}).get('mcp', '–')} (uvicorn on {libs.get('mcp', {}).get('http_stack', '–')}); "
+        f"fastmcp {libs.get('fastmcp', {}).get('fastmcp', '–')} (uvicorn on {libs.get('fastmcp', {}).get('http_stack', '–')}).",
         f"{settings['rounds']} interleaved rounds, a fresh server process per measurement, {settings['warmup']} s warm-up then "
         f"{settings['seconds']} s measured ({settings['spawns']} spawns for start-up). Values: median [min–max] over rounds.",
         "",

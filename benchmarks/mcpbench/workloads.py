@@ -108,7 +108,10 @@ WORKLOADS = [
         request=Echo(),
         concurrency=16,
         floor="asgi-floor",
-        about="Streamable HTTP on uvicorn (h11), 16 keep-alive connections, a session each (legacy) or none (modern)",
+        about=(
+            "Streamable HTTP on uvicorn (each server on the stack its installation gives it), 16 keep-alive"
+            " connections, a session each (legacy) or none (modern)"
+        ),
     ),
     Workload(
         "import",

@@ -1,5 +1,6 @@
-"""The floor over Streamable HTTP: a bare ASGI echo app on uvicorn (h11), the same ASGI
-server mcpkit runs on.
+"""The floor over Streamable HTTP: a bare ASGI echo app on uvicorn, on the same stack
+mcpkit's ``run_uvicorn`` chooses on the same interpreter: httptools and uvloop when they
+are installed (uvicorn's ``"auto"``), else h11 and asyncio's loop.
 
 Per request it reads the body, does one ``json.loads`` and one ``json.dumps`` (the answers
 of raw_floor.py) and answers ``application/json``: no validation, sessions, header checks
@@ -48,4 +49,4 @@ async def app(
 
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=ARGS.http, log_level="warning", http="h11", lifespan="off")
+    uvicorn.run(app, host="127.0.0.1", port=ARGS.http, log_level="warning", http="auto", loop="auto", lifespan="off")

@@ -64,15 +64,16 @@ def _serve(app: Any) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _spawn(mode: str, nofile: int | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """Run tests/servers/hostile_http.py in ``mode`` (optionally with a descriptor limit)."""
+def _spawn(mode: str, nofile: int | None = None, http: str = "auto") -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """Run tests/servers/hostile_http.py in ``mode`` on the ``http`` parser (optionally with a descriptor limit)."""
     port = free_port()
 
     def limit() -> None:
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
-    with listening(server_command("hostile_http", str(port), mode), port, preexec_fn=limit, stderr=subprocess.DEVNULL) as proc:
+    command = server_command("hostile_http", str(port), mode, http)
+    with listening(command, port, preexec_fn=limit, stderr=subprocess.DEVNULL) as proc:
         yield proc, f"http://127.0.0.1:{port}/mcp"
 
 
@@ -253,12 +254,17 @@ def test_one_session_cannot_evict_another_sessions_streams() -> None:
 # --- 5. connection limits and read timeouts --------------------------------------------------------
 
 
-def test_half_sent_requests_do_not_starve_a_legitimate_one() -> None:
+#: run_uvicorn's guard over each of uvicorn's HTTP/1.1 parsers (httptools is the default when installed).
+PARSERS = pytest.mark.parametrize("http", ["httptools", "h11"])
+
+
+@PARSERS
+def test_half_sent_requests_do_not_starve_a_legitimate_one(http: str) -> None:
     """300 connections that never finish their headers, against a process of 256
     descriptors. Before: the legitimate request hung. After: it is refused at once
     (503) while the attack holds every connection slot, and served once the header
     timeout has closed them."""
-    with _spawn("tight", nofile=256) as (_, url):
+    with _spawn("tight", nofile=256, http=http) as (_, url):
         attackers = []
         for _ in range(300):
             with contextlib.suppress(OSError):
@@ -281,16 +287,37 @@ def test_half_sent_requests_do_not_starve_a_legitimate_one() -> None:
 _STALLED = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
 
 
+@PARSERS
 @pytest.mark.parametrize("request_start", [_STALLED, _STALLED[:40]], ids=["body", "headers"])
-def test_stalled_request_is_408_under_run_uvicorn(request_start: bytes) -> None:
+def test_stalled_request_is_408_under_run_uvicorn(request_start: bytes, http: str) -> None:
     """Before: a request stopping half-way (in its headers or its body) held its
     connection forever. After: 408 and the connection closed after the deadline."""
-    with _spawn("tight") as (_, url):
+    with _spawn("tight", http=http) as (_, url):
         port = int(url.split(":")[2].split("/")[0])
         with socket.create_connection(("127.0.0.1", port), 5) as sock:
             sock.sendall(request_start)
             sock.settimeout(5)
             assert sock.recv(64).startswith(b"HTTP/1.1 408")
+
+
+@PARSERS
+def test_oversized_headers_are_400_under_run_uvicorn(http: str) -> None:
+    """Headers sent on and on, in many reads: h11 refused them past 16 KiB, httptools
+    buffered them without a bound. After: 400 and the connection closed, on either."""
+    with _spawn("tight", http=http) as (_, url):
+        port = int(url.split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), 5) as sock:
+            sock.settimeout(5)
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ")
+            with contextlib.suppress(OSError):  # the server may close before all of it is sent
+                for _ in range(256):
+                    sock.sendall(b"a" * 4096)
+                    time.sleep(0.001)
+            answer = b""
+            with contextlib.suppress(OSError):
+                while chunk := sock.recv(4096):
+                    answer += chunk
+            assert answer.startswith(b"HTTP/1.1 400"), answer[:80]
 
 
 def test_app_body_timeout_is_408() -> None:

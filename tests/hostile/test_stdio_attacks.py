@@ -283,7 +283,7 @@ async def test_a_paused_spawned_process_transport_reads_nothing_until_resumed() 
     """The client's side: paused, it hands on none of the server's answers and stops
     reading them, so the server, whose stdout backs up, stops reading too."""
     received: list[bytes] = []
-    count = 3000
+    count = 12000  # answers of about 2 MB: more than the server's widened (1 MiB) stdout pipe holds
     all_in = asyncio.Event()
 
     def on_message(data: bytes) -> None:

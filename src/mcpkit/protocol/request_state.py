@@ -12,8 +12,6 @@ holds only what the client itself answered.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import time
 from typing import Any, Final
 
@@ -31,6 +29,8 @@ _decode = msgspec.json.Decoder(dict[str, Any]).decode
 def request_digest(method: str, params: dict[str, Any]) -> str:
     """A digest naming one request: its method and its params other than ``_meta``,
     ``inputResponses`` and ``requestState`` (which change from round to round)."""
+    import hashlib  # here, not at import time: only multi-round-trip requests need it (about 0.7 MB)
+
     salient = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
     return hashlib.sha256(_encode([method, salient])).hexdigest()[:32]
 
@@ -63,6 +63,9 @@ class StateSealer:
         self.ttl = ttl
 
     def _mac(self, body: bytes) -> bytes:
+        import hashlib  # see request_digest
+        import hmac
+
         return hmac.new(self._key, body, hashlib.sha256).digest()
 
     def seal(self, digest: str, answers: dict[str, Any], *, subject: str | None = None, now: float | None = None) -> str:
@@ -90,6 +93,8 @@ class StateSealer:
             body, mac = _unb64(body_text), _unb64(mac_text)
         except (ValueError, TypeError):
             raise _refused("is malformed") from None
+        import hmac
+
         if not hmac.compare_digest(mac, self._mac(body)):
             raise _refused("failed its integrity check (altered, or sealed with another key)")
         payload = _decode(body)

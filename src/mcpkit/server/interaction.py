@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -104,6 +103,8 @@ class MrtrParams(msgspec.Struct, kw_only=True, rename="camel"):
 
 
 def _question_id(method: str, params: dict[str, Any]) -> str:
+    import hashlib  # here, not at import time: only the modern era's interactive path asks (about 0.7 MB)
+
     return hashlib.sha256(_encode([method, params])).hexdigest()[:16]
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import UTC, datetime
@@ -250,6 +249,8 @@ class TaskManager:
         return result
 
     def _new_record(self) -> TaskRecord:
+        import secrets  # not at import time: it pulls in hashlib and random
+
         now = time.time()
         return TaskRecord(
             task_id=secrets.token_urlsafe(18),

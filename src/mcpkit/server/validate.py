@@ -19,27 +19,14 @@ from typing import Any, Protocol
 import msgspec
 
 from .flat_schema import PropertyCheck, flat_plan
+from .schema_subset import ANNOTATIONS as _ANNOTATIONS
+from .schema_subset import ecma as _ecma
+from .schema_subset import handled as _simple
 
 __all__ = ["SchemaError", "Validator", "compile_schema"]
 
-_DIALECT_2020_12 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
-_ANNOTATIONS = frozenset(
-    {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment", "format", "$schema"}
-)
-_HANDLED = frozenset(
-    {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems", "$ref", "$defs"}
-    | {"minItems", "maxItems", "uniqueItems", "anyOf", "allOf", "oneOf", "minLength", "maxLength", "pattern"}
-    | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minProperties", "maxProperties"}
-)
-_TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 #: The reason given for a value nested too deeply to validate.
 _TOO_DEEP = "nested too deeply to validate"
-#: The ``$ref`` values whose name needs no URI or JSON Pointer unescaping (``~1``, ``%20``).
-_PLAIN_REF = re.compile(r"#/\$defs/[A-Za-z0-9_.-]+")
-#: The ``pattern`` values whose ECMA-262 meaning Python's ``re`` gives once ``$`` and ``.``
-#: are translated (:func:`_ecma`): literals, simple classes, groups, alternation and
-#: quantifiers; no escapes (``\d``, ``\w``, ``\s`` differ), no ``(?`` and no possessive ``+``.
-_PORTABLE_PATTERN = re.compile(r"\^?(?:[A-Za-z0-9_ .-]|\[\^?[A-Za-z0-9_ -]+\]|[*+?|()]|\{\d+(?:,\d*)?\})*\$?")
 
 
 class SchemaError(ValueError):
@@ -73,75 +60,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _simple(schema: Any, root: Mapping[str, Any]) -> bool:
-    """Whether every keyword anywhere in ``schema`` is one this module handles."""
-    if isinstance(schema, bool):
-        return True
-    if not isinstance(schema, Mapping):
-        return False
-    for key, value in schema.items():
-        if key in _ANNOTATIONS:
-            if key == "$schema" and value not in _DIALECT_2020_12:
-                return False
-            continue
-        if key not in _HANDLED:
-            return False
-        if key == "$ref":
-            if not (isinstance(value, str) and _PLAIN_REF.fullmatch(value) and value[8:] in root.get("$defs", {})):
-                return False
-        elif key == "type":
-            kinds = [value] if isinstance(value, str) else value
-            if not isinstance(kinds, list) or not all(k in _TYPES for k in kinds):
-                return False
-        elif key in ("properties", "$defs"):
-            if not isinstance(value, Mapping) or not all(_simple(v, root) for v in value.values()):
-                return False
-        elif key in ("items", "additionalProperties"):
-            if not _simple(value, root):
-                return False
-        elif key in ("anyOf", "allOf", "oneOf", "prefixItems"):
-            if not isinstance(value, list) or not value or not all(_simple(v, root) for v in value):
-                return False
-        elif key == "required":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                return False
-        elif key == "enum":
-            if not isinstance(value, list):
-                return False
-        elif key == "pattern":
-            if not (isinstance(value, str) and _portable(value)):
-                return False
-        elif key in ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"):
-            if type(value) is not int or value < 0:
-                return False
-        elif key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if type(value) not in (int, float):
-                return False
-        elif key == "uniqueItems" and type(value) is not bool:
-            return False
-    return True
-
-
-def _portable(pattern: str) -> bool:
-    """Whether ``pattern`` means the same in ECMA-262 and, through :func:`_ecma`, in ``re``."""
-    if not _PORTABLE_PATTERN.fullmatch(pattern) or "(?" in pattern or "--" in pattern or re.search(r"[*+?}]\+", pattern):
-        return False
-    try:
-        re.compile(_ecma(pattern))
-    except re.error:
-        return False
-    return True
-
-
-def _ecma(pattern: str) -> str:
-    """A portable ``pattern`` (:data:`_PORTABLE_PATTERN`) in Python's dialect: ECMA-262's
-    ``$`` matches only at the end (Python's also before a final newline), and its ``.``
-    matches no line terminator (Python's matches all but a newline)."""
-    if pattern.endswith("$"):
-        pattern = pattern[:-1] + r"\Z"
-    return pattern.replace(".", "[^\n\r\u2028\u2029]")
-
-
 def _is_type(value: Any, kind: str) -> bool:
     t = type(value)
     if kind == "string":
@@ -173,7 +91,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 class _Simple:
-    """Validator for schemas that :func:`_simple` accepted.
+    """Validator for schemas that :func:`.schema_subset.handled` accepted.
 
     An object schema of properties, what a tool's type hints become, gets a fast path
     planned once (:func:`.flat_schema.flat_plan`): it only ever says "valid"; anything it cannot

@@ -17,6 +17,7 @@ from typing import Literal
 from ..protocol.errors import ConnectionClosed, flatten_text
 from ..protocol.framing import NEWLINE, LineFramer
 from .base import OnClose, OnMessage
+from .pipes import small_reads, widen_pipe
 from .restart import CrashLog, RestartPolicy
 from .stdio import Flow, Inbox
 
@@ -164,6 +165,13 @@ class StdioTransport:
         stdout = proc.get_pipe_transport(1)
         assert isinstance(stdout, asyncio.ReadTransport)
         self._stdout = stdout
+        # Short reads without an mmap each, and room in the pipe for a large answer to
+        # arrive in a few writes (transports/pipes.py). stdin keeps the default buffer:
+        # requests are small, and a narrow pipe tells a slow server's back-pressure sooner.
+        small_reads(stdout)
+        pipe = stdout.get_extra_info("pipe")
+        if pipe is not None:
+            widen_pipe(pipe.fileno())
         if not self._inbox.hungry:  # paused before the process started
             stdout.pause_reading()
 
