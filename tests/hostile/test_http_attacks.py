@@ -350,3 +350,30 @@ def test_sigterm_with_an_open_get_stream_exits_promptly() -> None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(10)
             assert time.monotonic() - started < 4
+
+
+@PARSERS
+def test_header_values_are_taken_without_surrounding_whitespace(http: str) -> None:
+    """RFC 9110 leaves optional whitespace around a header's value out of the value;
+    h11 strips it, httptools does not (the conformance suite's SEP-2243 check found the
+    difference). Before, on httptools: -32020 "Mcp-Method header ... does not match".
+    After: the request is served on either parser."""
+    body = json.dumps(_call("tools/list", {"_meta": META}, rid=7)).encode()
+    with _spawn("tight", http=http) as (_, url):
+        port = int(url.split(":")[2].split("/")[0])
+        request = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n"
+            b"MCP-Protocol-Version: \t" + MODERN.encode() + b"  \r\n"
+            b"Mcp-Method:   tools/list \t\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+        )
+        with socket.create_connection(("127.0.0.1", port), 5) as sock:
+            sock.settimeout(5)
+            sock.sendall(request)
+            answer = b""
+            with contextlib.suppress(OSError):
+                while chunk := sock.recv(65536):
+                    answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert b'"tools"' in answer

@@ -168,7 +168,9 @@ class StreamableHTTPApp:
             return
         if self._health is not None and await self._health.serve(scope, send):
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        # Values without their surrounding whitespace (RFC 9110 5.5): h11 strips it,
+        # httptools does not, and other ASGI servers differ.
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())}
         try:
             if self._running is None:
                 await self._ensure_started()
