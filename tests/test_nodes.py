@@ -491,12 +491,12 @@ async def test_throughput_with_one_two_and_three_nodes(deployment: Deployment) -
     legacy (32 sessions, each on a connection of its own), the best of two rounds; the node
     CPU each call costs, and how many cores the nodes used together.
 
-    The machine has two cores, shared with HAProxy, Redis and this load generator: one
-    node runs at a full core; more nodes can only take what the rest leaves of the second.
-    So what is asserted is that a second node does use the second core (the nodes together
-    use more than one node can) — when nothing else loads the machine (the load average is
-    below its core count), since other processes take what the second node would use."""
-    quiet = os.getloadavg()[0] < (os.cpu_count() or 1)
+    The machine has two cores, shared with HAProxy, Redis and this load generator, so
+    how the rate scales with nodes is a figure to print, not to assert (speed is the
+    benchmark's business, docs/performance.md): on httptools + uvloop one node already
+    serves what the load generator can send. What is asserted is that every
+    configuration serves, and that the load is spread: in the measured second, each node
+    behind the balancer did at least half its fair share of the work (its CPU time)."""
     sessions = []
     async with httpx.AsyncClient(timeout=10) as http:
         for _ in range(32):
@@ -506,18 +506,21 @@ async def test_throughput_with_one_two_and_three_nodes(deployment: Deployment) -
     rates: dict[str, dict[int, float]] = {"modern": {}, "legacy": {}}
     per_call: dict[str, dict[int, float]] = {"modern": {}, "legacy": {}}
     cores: dict[str, dict[int, float]] = {"modern": {}, "legacy": {}}
+    shares: dict[str, dict[int, list[float]]] = {"modern": {}, "legacy": {}}
     for round_ in range(2):
         for n, port in deployment.ports.items():
             for era in rates:
                 requests = [tool_call(port, "add", {"a": 1, "b": 2}, sid if era == "legacy" else None) for sid in sessions]
                 if round_ == 0:
                     await load(port, requests[:8], seconds=0.2)  # warm up
-                before, started = sum(node.cpu_seconds() for node in deployment.nodes), time.monotonic()
+                before, started = [node.cpu_seconds() for node in deployment.nodes], time.monotonic()
                 rate, count = await load(port, requests, seconds=1.0)
-                used = sum(node.cpu_seconds() for node in deployment.nodes) - before
+                each = [node.cpu_seconds() - b for node, b in zip(deployment.nodes, before, strict=True)]
+                used = sum(each)
                 if rate > rates[era].get(n, 0.0):
                     rates[era][n], per_call[era][n] = rate, used / count * 1e6
                     cores[era][n] = used / (time.monotonic() - started)
+                    shares[era][n] = [e / used for e in each[:n]]
     for era in rates:
         print(f"\nthroughput, {era} tools/call over 32 connections: " + ", ".join(
             f"{n} node(s) {rates[era][n]:.0f}/s ({per_call[era][n]:.0f} µs node CPU per call, "
@@ -526,6 +529,6 @@ async def test_throughput_with_one_two_and_three_nodes(deployment: Deployment) -
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for by_nodes in rates.values():
         assert min(by_nodes.values()) > 500, rates  # every configuration serves, none collapses
-    if quiet:
-        for by_nodes in cores.values():
-            assert by_nodes[2] > by_nodes[1] * 1.1, cores
+    for by_nodes in shares.values():
+        for n, share in by_nodes.items():
+            assert min(share) > 0.5 / n, shares  # roundrobin over kept-alive connections: each node serves
