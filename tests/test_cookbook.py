@@ -29,7 +29,7 @@ KEY_LINES = {
         "'../secret.txt' is outside the client's roots",
         "'shortcut' is outside the client's roots",  # a symlink out of the root
         "'/etc/passwd' is outside the client's roots",
-        "read_file('../shared/glossary.txt')  -> ok: MCP: Model Context Protocol",  # after set_roots
+        "read_file('../team/glossary.txt')    -> ok: MCP: Model Context Protocol",  # after set_roots
         "McpError -32021: Missing required client capability",
     ],
     "notes_db_server": [

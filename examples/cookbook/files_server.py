@@ -126,21 +126,21 @@ async def show(client: Client, label: str, tool: str, arguments: dict[str, Any])
 
 def make_tree(base: Path) -> tuple[Path, Path]:
     """A project to share, a secret beside it, a symlink out of it, and a second folder."""
-    project, shared = base / "project", base / "shared"
+    project, team = base / "project", base / "team"
     (project / "src").mkdir(parents=True)
-    shared.mkdir()
+    team.mkdir()
     (project / "README.md").write_text("# Demo project\n")
     (project / "src" / "app.py").write_text("print('hello')\n")
     (base / "secret.txt").write_text("the launch codes\n")
     (project / "shortcut").symlink_to(base / "secret.txt")  # a link that points out of the root
-    (shared / "glossary.txt").write_text("MCP: Model Context Protocol\n")
-    return project, shared
+    (team / "glossary.txt").write_text("MCP: Model Context Protocol\n")
+    return project, team
 
 
 async def demo() -> None:
     command = [sys.executable, __file__, "server"]
     with tempfile.TemporaryDirectory() as tmp:
-        project, shared = make_tree(Path(tmp))
+        project, team = make_tree(Path(tmp))
         roots = [Root(uri=project.as_uri(), name="project")]
         print("The client shares one root: project/")
         async with Client(StdioTransport(command, stderr="devnull"), ClientOptions(roots=roots)) as client:
@@ -151,12 +151,12 @@ async def demo() -> None:
             await show(client, "read_file('shortcut')  [a symlink]", "read_file", {"path": "shortcut"})
             await show(client, "read_file('/etc/passwd')", "read_file", {"path": "/etc/passwd"})
             await show(client, "read_file('src')", "read_file", {"path": "src"})
-            glossary = {"path": "../shared/glossary.txt"}
-            await show(client, "read_file('../shared/glossary.txt')", "read_file", glossary)
+            glossary = {"path": "../team/glossary.txt"}
+            await show(client, "read_file('../team/glossary.txt')", "read_file", glossary)
 
-            print("The user shares a second root: shared/")
-            await client.set_roots([*roots, Root(uri=shared.as_uri(), name="shared")])
-            await show(client, "read_file('../shared/glossary.txt')", "read_file", glossary)
+            print("The user shares a second root: team/")
+            await client.set_roots([*roots, Root(uri=team.as_uri(), name="team")])
+            await show(client, "read_file('../team/glossary.txt')", "read_file", glossary)
 
         print("A client that declares no roots:")
         async with Client(StdioTransport(command, stderr="devnull")) as client:

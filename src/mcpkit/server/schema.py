@@ -273,13 +273,14 @@ def _decode_hook(tp: type, value: Any) -> Any:
     """Types msgspec does not convert itself (a ``Path`` inside a structure)."""
     if _path_class(tp) and isinstance(value, str):
         return tp(value)
-    raise NotImplementedError
+    raise NotImplementedError  # msgspec's dec_hook protocol: "not a type this hook converts"
 
 
 def encode_hook(value: Any) -> Any:
     """What msgspec does not encode itself, as JSON: paths as strings."""
     if _path_class(type(value)):
         return str(value)
+    # msgspec's enc_hook protocol: NotImplementedError means "cannot encode this value".
     raise NotImplementedError(f"objects of type {type(value).__name__} are not JSON")
 
 
