@@ -63,7 +63,6 @@ class SseFallback:
         """Whether the message is the fallback's: sent through the delegate, or held
         while the attempt runs. Never blocks, never raises."""
         if self.delegate is not None:
-            self.delegate.on_request_lost = self._settings.on_request_lost  # the client's, set when it is
             self.delegate.send(data)
             return True
         if self._held is not None:
@@ -105,6 +104,7 @@ class SseFallback:
                 self._resend(data)
             return False
         logger.info("POST %s: HTTP %d; using the deprecated HTTP+SSE transport", settings.url, status)
+        candidate.on_request_lost = settings.on_request_lost  # the client set it before connecting
         self.delegate = candidate
         for data in (body, *held):
             self.takes(data)
