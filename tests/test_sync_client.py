@@ -225,11 +225,7 @@ def test_every_async_call_has_a_blocking_twin_with_the_same_parameters() -> None
     annotations), unless it is listed in ``NOT_BLOCKING`` with the reason."""
     from mcpkit import Client
 
-    calls = {
-        name: member
-        for name, member in inspect.getmembers(Client, inspect.iscoroutinefunction)
-        if not name.startswith("_")
-    }
+    calls = {name: member for name, member in inspect.getmembers(Client, inspect.iscoroutinefunction) if not name.startswith("_")}
     assert set(NOT_BLOCKING) <= set(calls), "NOT_BLOCKING names a method Client does not have"
     missing = sorted(name for name in calls if name not in NOT_BLOCKING and not hasattr(SyncClient, name))
     assert missing == [], f"SyncClient lacks {missing}"
