@@ -85,6 +85,16 @@ def test_an_error_from_the_peer_is_not_local() -> None:
     assert McpError(-32001, "Request timed out").local is False
 
 
+def test_local_marks_an_error_raised_here() -> None:
+    err = McpError(-32603, "Invalid result from server: no", {"k": 1}, local=True)
+    assert err.local is True
+    assert (err.code, err.message, err.data) == (-32603, "Invalid result from server: no", {"k": 1})
+    assert McpError.local is False  # the class is not changed by one instance
+    # the errors that are always local stay so, whatever their constructor passes on
+    assert RequestTimeout().local is True
+    assert ConnectionClosed().local is True
+
+
 # --- exceptions handler code raises ---------------------------------------------------------------
 
 

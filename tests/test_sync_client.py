@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import subprocess
 import sys
 import threading
@@ -202,3 +203,59 @@ def test_call_tool_passes_the_retry_options_through() -> None:
         policy = RetryPolicy(max_attempts=3, initial_delay=0.01)
         result = client.call_tool("flaky", timeout=0.5, retry=policy, idempotent=True)
     assert result.content[0].text == "attempt 2"  # type: ignore[union-attr]
+
+
+# --- parity with the async client ------------------------------------------------------------------
+
+#: Async methods of ``Client`` that ``SyncClient`` has no blocking twin of, on purpose.
+NOT_BLOCKING = {
+    "connect": "SyncClient connects in its constructor",
+    "start_task": "a TaskHandle's methods are coroutines: start tasks with the async Client",
+}
+
+
+def _parameters(method: object) -> list[tuple[str, object, object, object]]:
+    params = list(inspect.signature(method).parameters.values())  # type: ignore[arg-type]
+    return [(p.name, p.kind, p.default, p.annotation) for p in params]
+
+
+def test_every_async_call_has_a_blocking_twin_with_the_same_parameters() -> None:
+    """The forwarders of ``SyncClient`` are written out by hand: each public coroutine
+    method of ``Client`` has one, taking the same parameters (names, kinds, defaults,
+    annotations), unless it is listed in ``NOT_BLOCKING`` with the reason."""
+    from mcpkit import Client
+
+    calls = {name: member for name, member in inspect.getmembers(Client, inspect.iscoroutinefunction) if not name.startswith("_")}
+    assert set(NOT_BLOCKING) <= set(calls), "NOT_BLOCKING names a method Client does not have"
+    missing = sorted(name for name in calls if name not in NOT_BLOCKING and not hasattr(SyncClient, name))
+    assert missing == [], f"SyncClient lacks {missing}"
+    for name, call in calls.items():
+        if name in NOT_BLOCKING:
+            continue
+        blocking = getattr(SyncClient, name)
+        assert not inspect.iscoroutinefunction(blocking), f"SyncClient.{name} is a coroutine"
+        assert _parameters(blocking) == _parameters(call), f"SyncClient.{name} takes other parameters than Client.{name}"
+
+
+def test_the_blocking_twins_of_roots_subscriptions_and_tasks() -> None:
+    """The forwarders the parity test asked for reach the async client: roots, legacy
+    subscriptions, and the requests about a task (here one the server does not know)."""
+    from mcpkit import Root
+
+    server = Server("twins")
+
+    @server.resource("mem://a")
+    def a() -> str:
+        return "a"
+
+    with SyncClient(server, ClientOptions(roots=[Root(uri="file:///tmp")])) as client:
+        client.set_roots([Root(uri="file:///srv")])
+        for ask in (client.get_task, client.cancel_task, lambda task_id: client.update_task(task_id, {})):
+            with pytest.raises(McpError) as caught:
+                ask("no-such-task")
+            assert caught.value.code == -32602
+    with SyncClient(server, ClientOptions(protocol_version="2025-11-25")) as client:
+        client.subscribe_resource("mem://a")
+        client.unsubscribe_resource("mem://a")
+        with pytest.raises(RuntimeError, match="tasks/update is part of the 2026-07-28 tasks extension"):
+            client.update_task("no-such-task", {})

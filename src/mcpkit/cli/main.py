@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._version import __version__
+from ..protocol.versions import supports
 from .session import (
     INTERRUPTED,
     OK,
@@ -187,7 +188,8 @@ def list_(target: str, what: str, **common: Any) -> int:
 
     async def action(client: Client, out: Output) -> int:
         caps = client.server_capabilities
-        if not caps and client.era == "modern":  # a pinned modern revision skips the discovery: ask
+        version = client.protocol_version
+        if not caps and version is not None and not supports(version, "sessions"):  # no handshake told them (pinned): ask
             caps = (await client.discover()).capabilities or {}
         wanted = ["tools", "resources", "templates", "prompts"] if what == "all" else [what]
         if what == "all":  # only what the server says it has

@@ -1,31 +1,58 @@
-"""How one typed call runs: its deadline and progress rules (the call's own, else the
-client's), the modern era's input rounds, and retries when it is idempotent; and
-following a list's pages."""
+"""One typed call: its deadline and progress rules (the call's own, else the client's),
+retries when it is idempotent, and — in the modern era — what the result's kind calls for.
+
+:func:`typed_call` is the call core's ``call``. Each attempt sends the request through
+the core's ``request``. On ``tools/call``, ``prompts/get`` and ``resources/read`` in the
+modern era a result is dispatched on its kind, here and nowhere else: ``complete`` is
+decoded as the type the caller wants, ``input_required`` is answered and sent again
+(:mod:`.rounds`), and a ``tools/call`` that became a ``task`` is followed to its end
+(:mod:`.tasks`) — all within the attempt's deadline. A retry (:mod:`.retry`) repeats the
+whole attempt, input rounds included.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, Protocol, TypeVar
 
-from ..protocol.errors import INTERNAL_ERROR, McpError, RequestTimeout
+import msgspec
+
+from ..protocol.errors import RequestTimeout
 from ..protocol.interactive import MRTR_METHODS
 from ..runtime.peer import ProgressCallback, check_timeout
-from .events import AttemptTimedOut
-from .link import in_handshake
-from .results import decode_result
+from .core import CallCore, in_handshake
+from .events import AttemptTimedOut, Events
+from .results import UnexpectedResultType, decode_result
 from .retry import IDEMPOTENT_METHODS, RetryPolicy, with_retries
-from .rounds import with_input_rounds
+from .rounds import next_attempt, result_kind, too_many_rounds
+from .tasks import follow_task
 
-if TYPE_CHECKING:
-    from .client import Client
-
-__all__ = ["typed_call", "is_idempotent", "all_pages"]
+__all__ = ["Calling", "typed_call", "is_idempotent"]
 
 T = TypeVar("T")
 
 
+class Calling(CallCore, Protocol):
+    """What a typed call needs beyond the :class:`~.core.CallCore`."""
+
+    @property
+    def events(self) -> Events:
+        """Where the attempts' timeouts and retries are reported."""
+        ...
+
+    @property
+    def idempotent_tools(self) -> dict[str, bool]:
+        """Whether each tool the client has listed says it is read-only or idempotent."""
+        ...
+
+    def recoverable(self) -> bool:
+        """Whether a lost connection is coming back (or already has)."""
+        ...
+
+
 async def typed_call(
-    client: Client,
+    core: Calling,
     method: str,
     params: dict[str, Any] | None,
     tp: type[T],
@@ -39,34 +66,35 @@ async def typed_call(
     rounds: bool = True,
 ) -> T:
     """Send ``method`` and decode its result as ``tp``. ``None`` settings fall back on the
-    client's options; ``rounds`` lets the modern era's input rounds run (the typed calls).
-    Raises what :func:`~.retry.with_retries` raises; ``ValueError`` for a bad timeout."""
-    options = client.options
+    client's options; ``rounds`` lets the modern era's input rounds and tasks run (the
+    typed calls). Raises what :func:`~.retry.with_retries` raises (``McpError``,
+    ``RequestTimeout``, ``ConnectionClosed``, ``RetriesExhausted``), ``ValueError`` for
+    a bad timeout; cancelling the caller cancels the request on the wire."""
+    options = core.options
     wait = options.request_timeout if timeout is None else check_timeout(timeout)
     reset_on = options.reset_timeout_on_progress if reset is None else reset
     total = options.max_total_timeout if max_total is None else check_timeout(max_total)
     policy = options.retry if retry is None else retry
-    if policy is not None and (in_handshake() or not is_idempotent(client, method, params, idempotent)):
+    if policy is not None and (in_handshake() or not is_idempotent(core, method, params, idempotent)):
         policy = None
 
     if policy is None:  # the common case, without the retry loop's machinery
         try:
-            return await _once(client, method, params, tp, wait, on_progress, reset_on, total, rounds)
+            return await _attempt(core, method, params, tp, wait, on_progress, reset_on, total, rounds)
         except RequestTimeout:
-            client._events.emit(AttemptTimedOut(method, 1, wait))
+            core.events.emit(AttemptTimedOut(method, 1, wait))
             raise
 
     def attempt(limit: float) -> Awaitable[T]:
-        return _once(client, method, params, tp, limit, on_progress, reset_on, total, rounds)
+        return _attempt(core, method, params, tp, limit, on_progress, reset_on, total, rounds)
 
-    link = client._link
     return await with_retries(
-        attempt, method=method, timeout=wait, policy=policy, events=client._events, recoverable=link.recoverable
+        attempt, method=method, timeout=wait, policy=policy, events=core.events, recoverable=core.recoverable
     )
 
 
-async def _once(
-    client: Client,
+async def _attempt(
+    core: CallCore,
     method: str,
     params: dict[str, Any] | None,
     tp: type[T],
@@ -76,34 +104,38 @@ async def _once(
     max_total: float | None,
     rounds: bool,
 ) -> T:
-    """One attempt: the request (and, in the modern era, its input rounds)."""
-    if rounds and client._policy.stateless and method in MRTR_METHODS:
-        return await with_input_rounds(client, method, params or {}, tp, timeout, on_progress, reset, max_total)
-    return decode_result(await client._request(method, params, timeout, on_progress, reset=reset, max_total=max_total), tp)
+    """One attempt: the request and, where the modern era allows them, its input rounds
+    and its task, until a complete result. Raises a local ``McpError`` after
+    ``max_input_rounds`` rounds, :class:`UnexpectedResultType` for a kind this client does
+    not know, and what the request, the callbacks and the task raise."""
+    if not (rounds and core.policy.stateless and method in MRTR_METHODS):
+        return decode_result(await core.request(method, params, timeout, on_progress, reset=reset, max_total=max_total), tp)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    first = params or {}
+    sent = first
+    limit = core.options.max_input_rounds
+    for _ in range(limit + 1):
+        raw = await core.request(method, sent, max(deadline - loop.time(), 0.001), on_progress, reset=reset, max_total=max_total)
+        kind = result_kind(raw)
+        if kind.complete:
+            return decode_result(raw, tp)
+        if kind.task and method == "tools/call":  # the call became a task
+            if tp is msgspec.Raw:
+                return raw  # type: ignore[return-value]  # the caller takes the task itself (start_task)
+            return await follow_task(core, raw, tp, deadline)
+        if not kind.input_required:
+            raise UnexpectedResultType(str(kind.result_type))
+        sent = await next_attempt(core.inbound, first, kind, deadline)
+    raise too_many_rounds(limit)
 
 
-def is_idempotent(client: Client, method: str, params: dict[str, Any] | None, declared: bool | None) -> bool:
+def is_idempotent(core: Calling, method: str, params: dict[str, Any] | None, declared: bool | None) -> bool:
     """Whether a request may run more than once: as the caller ``declared``, else by its
     method (a tool: by its annotations, as the client last listed them)."""
     if declared is not None:
         return declared
     if method == "tools/call":
         name = params.get("name") if params else None
-        return isinstance(name, str) and client._idempotent_tools.get(name, False)
+        return isinstance(name, str) and core.idempotent_tools.get(name, False)
     return method in IDEMPOTENT_METHODS
-
-
-async def all_pages(list_page: Callable[[str | None], Awaitable[Any]], field: str, max_pages: int) -> list[Any]:
-    """The items under ``field`` of every page ``list_page(cursor)`` returns, following
-    ``next_cursor``. Raises a local ``McpError`` past ``max_pages`` pages."""
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(max_pages):
-        page = await list_page(cursor)
-        items.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if not cursor:
-            return items
-    err = McpError(INTERNAL_ERROR, f"The server's list has more than {max_pages} pages")
-    err.local = True
-    raise err

@@ -1,13 +1,15 @@
 """The typed requests of a server's features — tools, resources and their templates,
-prompts, completions, and the whole lists page by page — as a mixin the :class:`Client`
-inherits (:mod:`.client`). Each is one :func:`~.calls.typed_call`: a deadline, retries,
-input rounds.
+prompts, completions, and the whole lists page by page — as the base the
+:class:`~mcpkit.Client` facade builds on. Each is one typed call of the call core it is
+given (:class:`FeatureCore`): a deadline, retries, input rounds.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol, TypeVar
 
+from ..protocol.errors import INTERNAL_ERROR, McpError
 from ..protocol.types import (
     CallToolResult,
     CompleteResult,
@@ -23,25 +25,45 @@ from ..protocol.types import (
     Tool,
 )
 from ..runtime.peer import ProgressCallback
-from .calls import all_pages, typed_call
-from .retry import RetryPolicy, tool_is_idempotent
+from .retry import RetryPolicy
 
-if TYPE_CHECKING:
-    from .client import Client
+__all__ = ["FeatureCore", "FeatureRequests", "all_pages"]
 
-__all__ = ["FeatureRequests"]
+T = TypeVar("T")
+
+
+class FeatureCore(Protocol):
+    """What the feature requests need of the client's call core."""
+
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        tp: type[T],
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        idempotent: bool | None = None,
+        reset: bool | None = None,
+        max_total: float | None = None,
+        rounds: bool = True,
+    ) -> T:
+        """One typed call (see :meth:`~.core.CallCore.call`)."""
+        ...
+
+    def remember_tools(self, tools: Iterable[Tool]) -> None:
+        """Note which of ``tools`` say they are read-only or idempotent (for retries of
+        ``tools/call``)."""
+        ...
 
 
 class FeatureRequests:
-    """The requests for tools, resources, prompts and completions (a mixin of
-    :class:`Client`, which sets the attributes)."""
+    """The requests for tools, resources, prompts and completions, made through the
+    call core given."""
 
-    _idempotent_tools: dict[str, bool]
-
-    @property
-    def _as_client(self) -> Client:
-        """This object as the :class:`Client` it is part of."""
-        return cast("Client", self)
+    def __init__(self, core: FeatureCore) -> None:
+        self._calls = core
 
     async def list_tools(
         self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
@@ -54,9 +76,8 @@ class FeatureRequests:
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the
         wire. ``retry`` (else the client's policy) retries transient failures."""
-        result = await typed_call(self._as_client, "tools/list", _cursor(cursor), ListToolsResult, timeout, retry=retry)
-        for tool in result.tools:
-            self._idempotent_tools[tool.name] = tool_is_idempotent(tool)
+        result = await self._calls.call("tools/list", _cursor(cursor), ListToolsResult, timeout, retry=retry)
+        self._calls.remember_tools(result.tools)
         return result
 
     async def call_tool(
@@ -87,8 +108,7 @@ class FeatureRequests:
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        return await typed_call(
-            self._as_client,
+        return await self._calls.call(
             "tools/call",
             params,
             CallToolResult,
@@ -108,7 +128,7 @@ class FeatureRequests:
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(self._as_client, "resources/list", _cursor(cursor), ListResourcesResult, timeout, retry=retry)
+        return await self._calls.call("resources/list", _cursor(cursor), ListResourcesResult, timeout, retry=retry)
 
     async def list_resource_templates(
         self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
@@ -118,8 +138,8 @@ class FeatureRequests:
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(
-            self._as_client, "resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout, retry=retry
+        return await self._calls.call(
+            "resources/templates/list", _cursor(cursor), ListResourceTemplatesResult, timeout, retry=retry
         )
 
     async def read_resource(
@@ -131,7 +151,7 @@ class FeatureRequests:
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(self._as_client, "resources/read", {"uri": uri}, ReadResourceResult, timeout, retry=retry)
+        return await self._calls.call("resources/read", {"uri": uri}, ReadResourceResult, timeout, retry=retry)
 
     async def list_prompts(
         self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
@@ -141,7 +161,7 @@ class FeatureRequests:
         Raises :class:`McpError` for an error response, :class:`RequestTimeout` at the
         deadline (``timeout``, else the client's ``request_timeout``) and
         :class:`ConnectionClosed`; cancelling the caller cancels the request on the wire."""
-        return await typed_call(self._as_client, "prompts/list", _cursor(cursor), ListPromptsResult, timeout, retry=retry)
+        return await self._calls.call("prompts/list", _cursor(cursor), ListPromptsResult, timeout, retry=retry)
 
     async def get_prompt(
         self,
@@ -159,7 +179,7 @@ class FeatureRequests:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = arguments
-        return await typed_call(self._as_client, "prompts/get", params, GetPromptResult, timeout, retry=retry)
+        return await self._calls.call("prompts/get", params, GetPromptResult, timeout, retry=retry)
 
     async def complete(
         self,
@@ -176,7 +196,7 @@ class FeatureRequests:
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
-        return await typed_call(self._as_client, "completion/complete", params, CompleteResult, timeout, retry=retry)
+        return await self._calls.call("completion/complete", params, CompleteResult, timeout, retry=retry)
 
     async def list_all_tools(self, *, max_pages: int = 100) -> list[Tool]:
         """Every tool, following ``nextCursor``. Raises a local :class:`McpError` past
@@ -198,3 +218,18 @@ class FeatureRequests:
 
 def _cursor(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
+
+
+async def all_pages(list_page: Callable[[str | None], Awaitable[Any]], field: str, max_pages: int) -> list[Any]:
+    """The items under ``field`` of every page ``list_page(cursor)`` returns, following
+    ``next_cursor``. Raises a local ``McpError`` past ``max_pages`` pages, and what
+    ``list_page`` raises."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(max_pages):
+        page = await list_page(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            return items
+    raise McpError(INTERNAL_ERROR, f"The server's list has more than {max_pages} pages", local=True)

@@ -18,38 +18,67 @@ One that lost a single request's exchange while the connection goes on
 (:class:`LosesRequests`: both HTTP transports) calls ``on_request_lost(id, reason)``,
 and the link fails just that call with ``ConnectionClosed`` (a retry policy sends it
 again only if it is idempotent).
+
+The link knows the client's session only as :class:`Linked`: the transport and the
+peer's callbacks, and the two steps that are the session's own — the handshake
+(negotiating, and after a restart restoring what the old connection had) and restoring a
+renewed session. It marks the task that runs a handshake (:func:`~.core.handshaking`),
+so that the handshake's requests go to the new connection at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
 from ..protocol.events import RequestId
-from ..runtime.channel import Restartable
+from ..runtime.channel import Restartable, Transport
 from ..runtime.outcome import fail_waiters
 from ..runtime.peer import Peer
-from .events import ConnectionLost, Reconnected, ReconnectFailed, ReconnectScheduled, ServerRestarted
-from .negotiation import negotiate
+from .core import handshaking
+from .events import ConnectionLost, Events, Reconnected, ReconnectFailed, ReconnectScheduled, ServerRestarted
+from .handlers import ServerMessages
+from .options import ClientOptions
 
-if TYPE_CHECKING:
-    from .client import Client
-
-__all__ = ["Link", "SelfHealing", "LosesRequests", "in_handshake"]
+__all__ = ["Link", "Linked", "SelfHealing", "LosesRequests", "Supervisor"]
 
 logger = logging.getLogger("mcpkit.client")
 
-#: Set while this task (re)negotiates: its requests go to the new peer at once, never retried.
-_HANDSHAKE: contextvars.ContextVar[bool] = contextvars.ContextVar("mcpkit_client_handshake", default=False)
 
+class Linked(Protocol):
+    """What the link needs of the client's session."""
 
-def in_handshake() -> bool:
-    """Whether the current task is negotiating (its requests are part of the handshake)."""
-    return _HANDSHAKE.get()
+    @property
+    def transport(self) -> Transport:
+        """The transport the link starts, restarts and closes."""
+        ...
+
+    @property
+    def options(self) -> ClientOptions:
+        """The client's settings (the peer's ``max_error_text``)."""
+        ...
+
+    @property
+    def events(self) -> Events:
+        """Where losing and regaining the connection is reported."""
+        ...
+
+    @property
+    def inbound(self) -> ServerMessages:
+        """What serves the server's requests and notifications on each new peer."""
+        ...
+
+    async def handshake(self, *, restore: bool) -> None:
+        """Negotiate on the new connection; with ``restore`` (after a restart) also restore
+        what the old one had. Raises what negotiating raises."""
+        ...
+
+    async def restore(self, *, renewed: bool) -> None:
+        """Restore the log level and the subscriptions on a ``renewed`` session."""
+        ...
 
 
 @runtime_checkable
@@ -68,7 +97,7 @@ class LosesRequests(Protocol):
 
 
 @runtime_checkable
-class _Supervisor(Protocol):
+class Supervisor(Protocol):
     """A transport that restarts a server process of its own (it counts the restarts)."""
 
     @property
@@ -78,8 +107,8 @@ class _Supervisor(Protocol):
 class Link:
     """The client's current peer, and its recovery when the connection breaks."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
+    def __init__(self, session: Linked) -> None:
+        self._session = session
         self.peer: Peer | None = None
         #: Resolved (always with None) when a recovery under way ends, either way.
         self.recovery: asyncio.Future[None] | None = None
@@ -90,19 +119,19 @@ class Link:
         self._lost_at = 0.0
 
     def _new_peer(self) -> Peer:
-        client = self._client
+        session = self._session
         self.peer = Peer(
-            client.transport,
-            on_request=client._inbound.on_request,
-            on_notification=client._inbound.on_notification,
-            max_error_text=client.options.max_error_text,
+            session.transport,
+            on_request=session.inbound.on_request,
+            on_notification=session.inbound.on_notification,
+            max_error_text=session.options.max_error_text,
             on_close=self._on_close,
         )
         return self.peer
 
     async def open(self) -> None:
         """Start the transport and negotiate. Raises what they raise (the caller closes)."""
-        transport = self._client.transport
+        transport = self._session.transport
         if isinstance(transport, SelfHealing):
             transport.on_session_renewed = self.session_renewed
         if isinstance(transport, LosesRequests):
@@ -113,32 +142,10 @@ class Link:
         self._established = True
 
     async def _handshake(self, *, restore: bool) -> None:
-        """Negotiate (and, after a restart, restore what the old connection had) with
-        this task marked as handshaking."""
-        token = _HANDSHAKE.set(True)
-        try:
-            await negotiate(self._client)
-            if restore:
-                await self._probe()
-                await self._restore(renewed=False)
-        finally:
-            _HANDSHAKE.reset(token)
-
-    async def _probe(self) -> None:
-        """After reconnecting to a server that is not ours to start (HTTP) in a pinned
-        modern revision, negotiating sent nothing: ask ``server/discover``, so that a
-        server still unreachable fails this attempt (and the back-off goes on) instead
-        of the next call. Any answer will do, an error too. Raises
-        :class:`ConnectionClosed` or :class:`RequestTimeout`."""
-        client = self._client
-        options = client.options
-        if isinstance(client.transport, _Supervisor) or client.era != "modern" or options.protocol_version is None:
-            return
-        try:
-            await client.discover(timeout=options.discover_timeout)
-        except McpError as exc:
-            if exc.local:
-                raise
+        """The session's handshake (and, after a restart, its restoring) with this task
+        marked as handshaking."""
+        with handshaking():
+            await self._session.handshake(restore=restore)
 
     @property
     def connected(self) -> bool:
@@ -184,9 +191,9 @@ class Link:
         """The current peer's connection ended (called before its callers wake up)."""
         if self.closing or self.failed is not None or not self._established or self.recovery is not None or self.connected:
             return  # closing, given up, still connecting, a recovery that handles it already, or an old peer
-        client = self._client
-        client._events.emit(ConnectionLost(reason))
-        transport = client.transport
+        session = self._session
+        session.events.emit(ConnectionLost(reason))
+        transport = session.transport
         try:
             delay = transport.restart_delay(reason) if isinstance(transport, Restartable) else None
         except ConnectionClosed as exc:
@@ -201,18 +208,18 @@ class Link:
 
     async def _recover(self, reason: str, delay: float) -> None:
         """Restart the transport until a handshake succeeds or the transport gives up."""
-        client = self._client
-        transport = client.transport
+        session = self._session
+        transport = session.transport
         assert isinstance(transport, Restartable)
-        supervised = isinstance(transport, _Supervisor)  # else HTTP: nothing is restarted, it is reached again
+        supervised = isinstance(transport, Supervisor)  # else HTTP: nothing is restarted, it is reached again
         attempts = 0
         why = reason  # of the next attempt: the loss, then the last attempt's failure
         while True:
             attempts += 1
-            if isinstance(transport, _Supervisor):
-                client._events.emit(ServerRestarted(transport.restarts, delay, reason))
+            if isinstance(transport, Supervisor):
+                session.events.emit(ServerRestarted(transport.restarts, delay, reason))
             else:
-                client._events.emit(ReconnectScheduled(attempts, delay, why))
+                session.events.emit(ReconnectScheduled(attempts, delay, why))
             await asyncio.sleep(delay)
             peer = self._new_peer()
             try:
@@ -229,7 +236,7 @@ class Link:
             break
         downtime = asyncio.get_running_loop().time() - self._lost_at
         self._finish()
-        client._events.emit(Reconnected("server restarted" if supervised else "reconnected", downtime))
+        session.events.emit(Reconnected("server restarted" if supervised else "reconnected", downtime))
         if peer.is_closed:  # it broke again while we restored: start over
             self._on_close(peer.closed.result())
 
@@ -246,27 +253,6 @@ class Link:
             return None, gave_up
         return delay, ConnectionClosed(f"Connection closed: {reason}")
 
-    async def _restore(self, *, renewed: bool) -> None:
-        """After a new handshake (or a ``renewed`` session): the log level chosen, then
-        every open subscription. A refusal is logged and the rest goes on; a connection
-        that fails meanwhile is noticed once the recovery ends."""
-        client = self._client
-        level = client._log_level
-        if renewed and level is None:
-            level = client.options.log_level  # the handshake that set it was the transport's own
-        elif level == client.options.log_level:
-            level = None  # negotiating set it already
-        try:
-            if level is not None and (client.era == "modern" or "logging" in client.server_capabilities):
-                await client.set_logging_level(level)
-        except McpError as exc:
-            logger.warning("could not set the log level again: %s", exc)
-        for subscription in list(client._subscriptions):
-            try:
-                await subscription._restore()
-            except McpError as exc:
-                logger.warning("could not re-open a subscription: %s", exc)
-
     def _finish(self) -> None:
         recovery, self.recovery, self._task = self.recovery, None, None
         if recovery is not None and not recovery.done():
@@ -275,7 +261,7 @@ class Link:
     def _give_up(self, error: ConnectionClosed) -> None:
         self.failed = error
         logger.debug("reconnection given up", exc_info=error)
-        self._client._events.emit(ReconnectFailed(error))
+        self._session.events.emit(ReconnectFailed(error))
         self._finish()
 
     async def session_renewed(self) -> None:
@@ -285,8 +271,8 @@ class Link:
         restores them)."""
         if self.closing or self.recovery is not None or not self._established:
             return
-        await self._restore(renewed=True)
-        self._client._events.emit(Reconnected("session renewed", 0.0))
+        await self._session.restore(renewed=True)
+        self._session.events.emit(Reconnected("session renewed", 0.0))
 
     def request_lost(self, rid: RequestId, reason: str) -> None:
         """The transport lost the exchange of request ``rid`` alone (``reason``): its
@@ -314,6 +300,6 @@ class Link:
         if self.peer is not None:
             await self.peer.close()
         else:
-            await self._client.transport.close()
+            await self._session.transport.close()
         if task is not None:
             await asyncio.gather(task, return_exceptions=True)

@@ -10,24 +10,28 @@ yields one change per list and resource watched, so a consumer that re-lists on 
 change is never left stale. The same holds when the client reconnects (a restarted
 server, a renewed legacy session): the modern stream is reopened once the client is
 connected again, a legacy subscription sends ``resources/subscribe`` again
-(:meth:`Subscription._restore`), and either yields the catch-up changes.
+(:meth:`Subscription._restore`, which it hands the client to run after a reconnection),
+and either yields the catch-up changes.
+
+A subscription works on the client's call core through :class:`Listening`: the
+:class:`~.core.CallCore` and the two hooks of reconnection. Which mechanism it uses is
+the era's: where requests are stateless (2026-07-28) there is no session to carry the
+changes, so they come on a stream of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
 from ..protocol.events import RequestId
+from .core import CallCore
 
-if TYPE_CHECKING:
-    from .client import Client
-
-__all__ = ["Subscription", "SubscriptionEvent"]
+__all__ = ["Listening", "Subscription", "SubscriptionEvent"]
 
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 _KINDS: Final = {
@@ -40,6 +44,27 @@ _KINDS: Final = {
 _FOREVER: Final = 10 * 365 * 86400.0
 _REOPEN_DELAYS: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
 _FILTER_FIELDS: Final = (("tools", "toolsListChanged"), ("prompts", "promptsListChanged"), ("resources", "resourcesListChanged"))
+
+
+class Listening(CallCore, Protocol):
+    """What a subscription needs of the client's call core beyond requests: to be
+    restored after a reconnection, and to know whether one is under way."""
+
+    def on_reconnected(self, restore: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+        """Await ``restore()`` after each reconnection or renewed session, once the
+        connection is usable again; returns the function that stops it."""
+        ...
+
+    async def reconnected(self) -> bool:
+        """If a reconnection is under way, wait for it and return whether the client is
+        connected after it; False at once otherwise."""
+        ...
+
+
+#: What a subscription works through: the client's call core, which ``Client.listen``
+#: hands over. Named so because it is what the public signature ``Subscription(client,
+#: ...)`` has always said.
+Client: TypeAlias = Listening
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -58,7 +83,7 @@ class Subscription:
     for good (after the reopening attempts, in the modern era)."""
 
     def __init__(self, client: Client, *, lists: Collection[str], uris: Collection[str], max_pending: int = 10_000) -> None:
-        self._client = client
+        self._core = client
         self.lists = frozenset(lists)
         self.uris = list(dict.fromkeys(uris))
         self._queue: asyncio.Queue[SubscriptionEvent | BaseException | None] = asyncio.Queue(max_pending)
@@ -66,28 +91,30 @@ class Subscription:
         self._acknowledged: asyncio.Future[dict[str, Any]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop_listening: Callable[[], None] | None = None
+        self._stop_restoring: Callable[[], None] | None = None
         #: What the server agreed to deliver (modern: its acknowledgement; legacy: what was asked).
         self.acknowledged: dict[str, Any] = {}
         self.reopened = 0
         self._live = False  # the current listen request was acknowledged
 
     @property
-    def _modern(self) -> bool:
-        return self._client.era == "modern"
+    def _streamed(self) -> bool:
+        """Whether changes come on a ``subscriptions/listen`` stream (no session carries them)."""
+        return self._core.policy.stateless
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Subscription:
         """Open the subscription. Raises :class:`McpError` if the server refuses it,
         ``RequestTimeout`` if it is not acknowledged within the client's request timeout."""
-        self._stop_listening = self._client._inbound.listen(self._on_notification)
-        self._client._subscriptions.add(self)
+        self._stop_listening = self._core.inbound.listen(self._on_notification)
+        self._stop_restoring = self._core.on_reconnected(self._restore)
         try:
-            if self._modern:
+            if self._streamed:
                 await self._open()
             else:
                 for uri in self.uris:
-                    await self._client.subscribe_resource(uri)
+                    await self._subscribe(uri)
                 self.acknowledged = {"lists": sorted(self.lists), "resourceSubscriptions": self.uris}
         except BaseException:
             await self._close()
@@ -98,7 +125,9 @@ class Subscription:
         await self._close()
 
     async def _close(self) -> None:
-        self._client._subscriptions.discard(self)
+        if self._stop_restoring is not None:
+            self._stop_restoring()
+            self._stop_restoring = None
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
@@ -106,19 +135,23 @@ class Subscription:
         if task is not None:
             task.cancel()  # cancels the listen request on the wire
             await asyncio.gather(task, return_exceptions=True)
-        elif not self._modern and self._client.is_connected:
+        elif not self._streamed and self._core.connected:
             for uri in self.uris:
                 try:
-                    await self._client.unsubscribe_resource(uri)
+                    await self._core.call("resources/unsubscribe", {"uri": uri}, dict[str, Any], None)
                 except McpError:
                     break  # the connection is going: nothing to undo
+
+    async def _subscribe(self, uri: str) -> None:
+        """Legacy era: ``resources/subscribe`` for ``uri``. Raises ``McpError``."""
+        await self._core.call("resources/subscribe", {"uri": uri}, dict[str, Any], None)
 
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
         self._acknowledged = loop.create_future()
         params: dict[str, Any] = {"notifications": self._filter()}
         self._task = loop.create_task(self._run(params))
-        timeout = self._client.options.request_timeout
+        timeout = self._core.options.request_timeout
         waits: set[asyncio.Future[Any]] = {self._acknowledged, self._task}
         done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if self._acknowledged in done:
@@ -150,7 +183,7 @@ class Subscription:
         failures = 0
         while True:
             try:
-                await self._client._request("subscriptions/listen", params, _FOREVER, None, on_start=self._started)
+                await self._core.request("subscriptions/listen", params, _FOREVER, None, on_start=self._started)
             except McpError as exc:
                 if not exc.local and not self._live:  # refused before it was acknowledged: over
                     self._queue.put_nowait(exc)
@@ -158,12 +191,11 @@ class Subscription:
                 # dropped once live (the stream was cut, the connection failed): reopen
                 if self._live:
                     failures = 0  # it had been working: count the attempts afresh
-                link = self._client._link
-                if isinstance(exc, ConnectionClosed) and link.recovery is not None and await link.settled():
+                if isinstance(exc, ConnectionClosed) and await self._core.reconnected():
                     self.reopened += 1  # the client reconnected: a new connection, no wait
                     self._resync()
                     continue
-                if failures >= len(_REOPEN_DELAYS) or not self._client.is_connected:
+                if failures >= len(_REOPEN_DELAYS) or not self._core.connected:
                     self._queue.put_nowait(exc)
                     return
                 await asyncio.sleep(_REOPEN_DELAYS[failures])
@@ -179,9 +211,9 @@ class Subscription:
         legacy subscription asks again for each resource, and either era yields one
         change per list and resource watched (changes may have been missed). A modern
         one reopens its stream by itself. Raises ``McpError`` if the server refuses."""
-        if not self._modern:
+        if not self._streamed:
             for uri in self.uris:
-                await self._client.subscribe_resource(uri)
+                await self._subscribe(uri)
             self._resync()
 
     def _started(self, request_id: RequestId) -> None:
@@ -199,7 +231,7 @@ class Subscription:
     # --- delivery -------------------------------------------------------------------------------
 
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
-        if self._modern:
+        if self._streamed:
             meta = params.get("_meta")
             if not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID) != self._request_id or self._request_id is None:
                 return

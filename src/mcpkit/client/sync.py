@@ -11,6 +11,7 @@ from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from ..protocol.tasks import Task
 from ..protocol.types import (
     CallToolResult,
     CompleteResult,
@@ -25,6 +26,7 @@ from ..protocol.types import (
     ReadResourceResult,
     Resource,
     ResourceTemplate,
+    Root,
     Tool,
 )
 from ..runtime.peer import ProgressCallback
@@ -198,17 +200,19 @@ class SyncClient:
 
     # --- requests ------------------------------------------------------------------------
 
-    def ping(self, *, timeout: float | None = None) -> None:
+    def ping(self, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> None:
         """:meth:`Client.ping`, blocking."""
-        self._runner.run(self._client.ping(timeout=timeout))
+        self._runner.run(self._client.ping(timeout=timeout, retry=retry))
 
-    def discover(self, *, timeout: float | None = None) -> DiscoverResult:
+    def discover(self, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> DiscoverResult:
         """:meth:`Client.discover`, blocking."""
-        return self._runner.run(self._client.discover(timeout=timeout))
+        return self._runner.run(self._client.discover(timeout=timeout, retry=retry))
 
-    def list_tools(self, cursor: str | None = None, *, timeout: float | None = None) -> ListToolsResult:
+    def list_tools(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListToolsResult:
         """:meth:`Client.list_tools`, blocking."""
-        return self._runner.run(self._client.list_tools(cursor, timeout=timeout))
+        return self._runner.run(self._client.list_tools(cursor, timeout=timeout, retry=retry))
 
     def list_all_tools(self, *, max_pages: int = 100) -> list[Tool]:
         """:meth:`Client.list_all_tools`, blocking."""
@@ -245,37 +249,50 @@ class SyncClient:
             )
         )
 
-    def list_resources(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourcesResult:
+    def list_resources(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListResourcesResult:
         """:meth:`Client.list_resources`, blocking."""
-        return self._runner.run(self._client.list_resources(cursor, timeout=timeout))
+        return self._runner.run(self._client.list_resources(cursor, timeout=timeout, retry=retry))
 
     def list_all_resources(self, *, max_pages: int = 100) -> list[Resource]:
         """:meth:`Client.list_all_resources`, blocking."""
         return self._runner.run(self._client.list_all_resources(max_pages=max_pages))
 
-    def list_resource_templates(self, cursor: str | None = None, *, timeout: float | None = None) -> ListResourceTemplatesResult:
+    def list_resource_templates(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListResourceTemplatesResult:
         """:meth:`Client.list_resource_templates`, blocking."""
-        return self._runner.run(self._client.list_resource_templates(cursor, timeout=timeout))
+        return self._runner.run(self._client.list_resource_templates(cursor, timeout=timeout, retry=retry))
 
     def list_all_resource_templates(self, *, max_pages: int = 100) -> list[ResourceTemplate]:
         """:meth:`Client.list_all_resource_templates`, blocking."""
         return self._runner.run(self._client.list_all_resource_templates(max_pages=max_pages))
 
-    def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+    def read_resource(self, uri: str, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> ReadResourceResult:
         """:meth:`Client.read_resource`, blocking."""
-        return self._runner.run(self._client.read_resource(uri, timeout=timeout))
+        return self._runner.run(self._client.read_resource(uri, timeout=timeout, retry=retry))
 
-    def list_prompts(self, cursor: str | None = None, *, timeout: float | None = None) -> ListPromptsResult:
+    def list_prompts(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListPromptsResult:
         """:meth:`Client.list_prompts`, blocking."""
-        return self._runner.run(self._client.list_prompts(cursor, timeout=timeout))
+        return self._runner.run(self._client.list_prompts(cursor, timeout=timeout, retry=retry))
 
     def list_all_prompts(self, *, max_pages: int = 100) -> list[Prompt]:
         """:meth:`Client.list_all_prompts`, blocking."""
         return self._runner.run(self._client.list_all_prompts(max_pages=max_pages))
 
-    def get_prompt(self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None) -> GetPromptResult:
+    def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> GetPromptResult:
         """:meth:`Client.get_prompt`, blocking."""
-        return self._runner.run(self._client.get_prompt(name, arguments, timeout=timeout))
+        return self._runner.run(self._client.get_prompt(name, arguments, timeout=timeout, retry=retry))
 
     def complete(
         self,
@@ -285,13 +302,40 @@ class SyncClient:
         *,
         context: dict[str, str] | None = None,
         timeout: float | None = None,
+        retry: RetryPolicy | None = None,
     ) -> CompleteResult:
         """:meth:`Client.complete`, blocking."""
-        return self._runner.run(self._client.complete(ref, argument, value, context=context, timeout=timeout))
+        return self._runner.run(self._client.complete(ref, argument, value, context=context, timeout=timeout, retry=retry))
 
     def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """:meth:`Client.set_logging_level`, blocking."""
         self._runner.run(self._client.set_logging_level(level, timeout=timeout))
+
+    def set_roots(self, roots: list[Root]) -> None:
+        """:meth:`Client.set_roots`, blocking."""
+        self._runner.run(self._client.set_roots(roots))
+
+    def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """:meth:`Client.subscribe_resource`, blocking (the updates reach ``on_notification``)."""
+        self._runner.run(self._client.subscribe_resource(uri, timeout=timeout))
+
+    def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """:meth:`Client.unsubscribe_resource`, blocking."""
+        self._runner.run(self._client.unsubscribe_resource(uri, timeout=timeout))
+
+    # --- tasks (started with the async Client: a TaskHandle's methods are coroutines) --------
+
+    def get_task(self, task_id: str, *, timeout: float | None = None) -> Task:
+        """:meth:`Client.get_task`, blocking."""
+        return self._runner.run(self._client.get_task(task_id, timeout=timeout))
+
+    def update_task(self, task_id: str, input_responses: dict[str, Any], *, timeout: float | None = None) -> None:
+        """:meth:`Client.update_task`, blocking."""
+        self._runner.run(self._client.update_task(task_id, input_responses, timeout=timeout))
+
+    def cancel_task(self, task_id: str, *, timeout: float | None = None) -> None:
+        """:meth:`Client.cancel_task`, blocking."""
+        self._runner.run(self._client.cancel_task(task_id, timeout=timeout))
 
     def send_request(
         self, method: str, params: dict[str, Any] | None = None, options: RequestOptions | None = None

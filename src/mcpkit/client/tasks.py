@@ -18,6 +18,13 @@ callbacks).
 
 A task is found by its id alone, from any connection: :meth:`Client.task` makes a handle
 for an id kept from an earlier one.
+
+The two wires are two strategies behind one protocol (:class:`_TaskWire`): the
+extension's (:data:`_EXTENSION`) and the experimental one (:data:`_EXPERIMENTAL`), chosen
+from the era's policy in one place (:func:`_wire`) each time a handle speaks, since a
+handle may be made before the client has agreed on an era. Handles and requests work on
+the client's call core (:class:`~.core.CallCore`), which :class:`~mcpkit.Client` hands
+them.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
@@ -33,16 +40,18 @@ from ..protocol import meta as meta_keys
 from ..protocol.errors import REQUEST_CANCELLED, McpError, RequestTimeout, flatten_text
 from ..protocol.tasks import TASK_RESULT, Task, legacy_task, with_tasks_declared
 from ..protocol.types import CallToolResult
-from .calls import typed_call
+from .core import CallCore
 from .results import decode_result
-
-if TYPE_CHECKING:
-    from .client import Client
 
 __all__ = ["TaskHandle", "follow_task", "start_task", "get_task", "cancel_task", "update_task"]
 
 T = TypeVar("T")
 log = logging.getLogger("mcpkit.client")
+
+#: What a handle works through: the client's call core, which ``Client.task`` and
+#: ``Client.start_task`` hand over. Named so because it is what the public signature
+#: ``TaskHandle(client, task_id, ...)`` has always said.
+Client: TypeAlias = CallCore
 
 #: Bounds on the poll interval a server suggests (seconds), and the default without one.
 _MIN_POLL: Final = 0.01
@@ -70,7 +79,7 @@ class TaskHandle:
     """
 
     def __init__(self, client: Client, task_id: str | None, task: Task | None = None, result: CallToolResult | None = None):
-        self._client = client
+        self._core = client
         self.task_id = task_id
         self.task = task
         self._result = result
@@ -92,7 +101,7 @@ class TaskHandle:
         server no longer knows it (expired), and as every request does."""
         if self.task_id is None:
             raise RuntimeError("the server answered this call at once: there is no task to fetch")
-        self.task = await get_task(self._client, self.task_id, timeout=timeout)
+        self.task = await get_task(self._core, self.task_id, timeout=timeout)
         return self.task
 
     async def respond(self, input_responses: dict[str, Any], *, timeout: float | None = None) -> None:
@@ -101,14 +110,14 @@ class TaskHandle:
         return, as a dict). Only in the 2026-07-28 era (``RuntimeError`` otherwise)."""
         if self.task_id is None:
             raise RuntimeError("the server answered this call at once: there is no task to answer")
-        await update_task(self._client, self.task_id, input_responses, timeout=timeout)
+        await update_task(self._core, self.task_id, input_responses, timeout=timeout)
         self._answered.update(input_responses)
 
     async def cancel(self, *, timeout: float | None = None) -> None:
         """Ask the server to cancel the task (``tasks/cancel``). It is cooperative: the task
         may still end otherwise; :meth:`refresh` tells."""
         if self.task_id is not None:
-            await cancel_task(self._client, self.task_id, timeout=timeout)
+            await cancel_task(self._core, self.task_id, timeout=timeout)
 
     async def wait(self, *, timeout: float | None = None) -> CallToolResult:
         """Wait for the task to end and return the tool's result (``is_error`` set for a
@@ -119,14 +128,13 @@ class TaskHandle:
         client's ``request_timeout``). Raises :class:`RequestTimeout` when it runs out
         (the task goes on: wait again, or cancel it), :class:`McpError` with the task's
         error when it failed, ``McpError(-32800)`` when it was cancelled, -32602 when the
-        server no longer knows it, and what a callback raises."""
+        server no longer knows it, and what a callback raises. Cancelling the caller
+        cancels the request in flight; the task goes on."""
         if self._result is not None:
             return self._result
         loop = asyncio.get_running_loop()
         deadline = math.inf if timeout is None else loop.time() + timeout
-        if self._client.era == "legacy":
-            return await self._wait_legacy(deadline)
-        return await self._wait_modern(deadline)
+        return await _wire(self._core).wait(self, deadline)
 
     def _remaining(self, deadline: float) -> float | None:
         """Seconds left before ``deadline`` (None: no deadline). Raises RequestTimeout."""
@@ -135,7 +143,7 @@ class TaskHandle:
         left = deadline - asyncio.get_running_loop().time()
         if left <= 0:
             raise RequestTimeout(None)
-        return min(left, self._client.options.request_timeout)
+        return min(left, self._core.options.request_timeout)
 
     async def _pause(self, deadline: float) -> None:
         task = self.task
@@ -147,41 +155,9 @@ class TaskHandle:
             raise RequestTimeout(None)
         await asyncio.sleep(interval)
 
-    async def _wait_modern(self, deadline: float) -> CallToolResult:
-        task = self.task if self.task is not None else await self.refresh(timeout=self._remaining(deadline))
-        while True:
-            if task.terminal:
-                return _outcome(task)
-            questions = {k: q for k, q in (task.input_requests or {}).items() if k not in self._answered}
-            if task.status == "input_required" and questions:
-                left = deadline - asyncio.get_running_loop().time()
-                try:
-                    async with asyncio.timeout(None if left == math.inf else left):
-                        answers = await self._client._inbound.answer_all(questions)
-                except TimeoutError:
-                    raise RequestTimeout(None) from None
-                await self.respond(answers, timeout=self._remaining(deadline))
-            else:
-                await self._pause(deadline)
-            task = await self.refresh(timeout=self._remaining(deadline))
-
-    async def _wait_legacy(self, deadline: float) -> CallToolResult:
-        """2025-11-25: poll until the task needs input or has ended, then ``tasks/result``
-        (the server asks its questions while that request is open)."""
-        task = self.task if self.task is not None else await self.refresh(timeout=self._remaining(deadline))
-        while task.status == "working":
-            await self._pause(deadline)
-            task = await self.refresh(timeout=self._remaining(deadline))
-        if task.status == "cancelled":
-            return _outcome(task)
-        assert self.task_id is not None
-        left = _FOREVER if deadline == math.inf else deadline - asyncio.get_running_loop().time()
-        if left <= 0:
-            raise RequestTimeout(None)
-        params = {"taskId": self.task_id}
-        result = await typed_call(self._client, "tasks/result", params, CallToolResult, left, idempotent=True)
-        self._result = result
-        return result
+    async def _current(self, deadline: float) -> Task:
+        """The task's state: as last seen, else fetched."""
+        return self.task if self.task is not None else await self.refresh(timeout=self._remaining(deadline))
 
 
 def _outcome(task: Task) -> CallToolResult:
@@ -190,9 +166,7 @@ def _outcome(task: Task) -> CallToolResult:
         try:
             return msgspec.convert(task.result or {}, CallToolResult)
         except msgspec.ValidationError as exc:
-            err = McpError(-32603, f"Invalid result from server: {flatten_text(str(exc), 512)}")
-            err.local = True
-            raise err from None
+            raise _invalid(exc) from None
     if task.status == "failed":
         error = task.error or {}
         code, message = error.get("code"), error.get("message")
@@ -204,26 +178,133 @@ def _outcome(task: Task) -> CallToolResult:
     raise McpError(REQUEST_CANCELLED, task.status_message or "The task was cancelled", {"taskId": task.task_id})
 
 
-# --- the requests ------------------------------------------------------------------------------
+def _invalid(exc: msgspec.ValidationError) -> McpError:
+    """The local error for a task the server described wrongly."""
+    return McpError(-32603, f"Invalid result from server: {flatten_text(str(exc), 512)}", local=True)
 
 
-def _declared(client: Client, params: dict[str, Any]) -> dict[str, Any]:
+# --- the two wires -----------------------------------------------------------------------------
+
+
+class _TaskWire(Protocol):
+    """How tasks are asked for, named, read and waited for in one era."""
+
+    def call_params(self, core: CallCore, params: dict[str, Any], ttl: float | None) -> dict[str, Any]:
+        """The params of a ``tools/call`` that asks for a task."""
+        ...
+
+    def about(self, core: CallCore, task_id: str) -> dict[str, Any]:
+        """The params of a request about the task ``task_id``."""
+        ...
+
+    def update(self, core: CallCore, task_id: str, input_responses: dict[str, Any]) -> dict[str, Any]:
+        """The params of ``tasks/update``; ``RuntimeError`` where there is none."""
+        ...
+
+    def task(self, raw: msgspec.Raw) -> Task:
+        """A ``tasks/get`` result. Raises a local ``McpError(-32603)`` if malformed."""
+        ...
+
+    async def wait(self, handle: TaskHandle, deadline: float) -> CallToolResult:
+        """Wait for ``handle``'s task to end (see :meth:`TaskHandle.wait`)."""
+        ...
+
+
+def _declared(core: CallCore, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with the tasks extension declared in this request's capabilities."""
-    caps = client._meta.get(meta_keys.CLIENT_CAPABILITIES)
+    caps = core.meta.get(meta_keys.CLIENT_CAPABILITIES)
     extra = dict(params.get("_meta") or {})
     extra[meta_keys.CLIENT_CAPABILITIES] = with_tasks_declared(caps if isinstance(caps, dict) else {})
     return {**params, "_meta": extra}
 
 
-def _task_params(client: Client, task_id: str) -> dict[str, Any]:
-    """The params of a request about a task: in the 2026-07-28 era the extension is
-    declared on it, whatever the client declares on its other requests."""
-    params = {"taskId": task_id}
-    return _declared(client, params) if client.era == "modern" else params
+class _Extension:
+    """2026-07-28, the tasks extension: declared on each request about a task; the task's
+    questions come back in its state and are answered with ``tasks/update``."""
+
+    def call_params(self, core: CallCore, params: dict[str, Any], ttl: float | None) -> dict[str, Any]:
+        return _declared(core, params)  # the server decides, and how long it keeps the task
+
+    def about(self, core: CallCore, task_id: str) -> dict[str, Any]:
+        return _declared(core, {"taskId": task_id})  # whatever the client declares on its other requests
+
+    def update(self, core: CallCore, task_id: str, input_responses: dict[str, Any]) -> dict[str, Any]:
+        return {**self.about(core, task_id), "inputResponses": input_responses}
+
+    def task(self, raw: msgspec.Raw) -> Task:
+        return decode_result(raw, Task)
+
+    async def wait(self, handle: TaskHandle, deadline: float) -> CallToolResult:
+        task = await handle._current(deadline)
+        while True:
+            if task.terminal:
+                return _outcome(task)
+            questions = {k: q for k, q in (task.input_requests or {}).items() if k not in handle._answered}
+            if task.status == "input_required" and questions:
+                left = deadline - asyncio.get_running_loop().time()
+                try:
+                    async with asyncio.timeout(None if left == math.inf else left):
+                        answers = await handle._core.inbound.answer_all(questions)
+                except TimeoutError:
+                    raise RequestTimeout(None) from None
+                await handle.respond(answers, timeout=handle._remaining(deadline))
+            else:
+                await handle._pause(deadline)
+            task = await handle.refresh(timeout=handle._remaining(deadline))
+
+
+class _Experimental:
+    """2025-11-25, experimental tasks: ``task`` on ``tools/call``; waiting polls until the
+    task needs input or has ended, then ``tasks/result``, on which the server asks its
+    questions as ordinary requests."""
+
+    def call_params(self, core: CallCore, params: dict[str, Any], ttl: float | None) -> dict[str, Any]:
+        return {**params, "task": {"ttl": max(round(ttl * 1000), 1)} if ttl is not None else {}}
+
+    def about(self, core: CallCore, task_id: str) -> dict[str, Any]:
+        return {"taskId": task_id}
+
+    def update(self, core: CallCore, task_id: str, input_responses: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("tasks/update is part of the 2026-07-28 tasks extension; a 2025-11-25 task asks on tasks/result")
+
+    def task(self, raw: msgspec.Raw) -> Task:
+        try:
+            return legacy_task(decode_result(raw, dict[str, Any]))
+        except msgspec.ValidationError as exc:
+            raise _invalid(exc) from None
+
+    async def wait(self, handle: TaskHandle, deadline: float) -> CallToolResult:
+        task = await handle._current(deadline)
+        while task.status == "working":
+            await handle._pause(deadline)
+            task = await handle.refresh(timeout=handle._remaining(deadline))
+        if task.status == "cancelled":
+            return _outcome(task)
+        assert handle.task_id is not None
+        left = _FOREVER if deadline == math.inf else deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            raise RequestTimeout(None)
+        params = {"taskId": handle.task_id}
+        result = await handle._core.call("tasks/result", params, CallToolResult, left, idempotent=True)
+        handle._result = result
+        return result
+
+
+_EXTENSION: Final = _Extension()
+_EXPERIMENTAL: Final = _Experimental()
+
+
+def _wire(core: CallCore) -> _TaskWire:
+    """The task wire of the era agreed on: the extension where requests are stateless
+    (2026-07-28), else the session era's experimental tasks."""
+    return _EXTENSION if core.policy.stateless else _EXPERIMENTAL
+
+
+# --- the requests ------------------------------------------------------------------------------
 
 
 async def start_task(
-    client: Client,
+    core: CallCore,
     name: str,
     arguments: dict[str, Any] | None,
     *,
@@ -231,88 +312,73 @@ async def start_task(
     meta: dict[str, Any] | None,
     ttl: float | None,
 ) -> TaskHandle:
-    """``tools/call`` asking for a task (see :meth:`Client.start_task`)."""
+    """``tools/call`` asking for a task (see :meth:`Client.start_task`). Raises as
+    ``call_tool`` does, and a local ``McpError(-32603)`` for a malformed task."""
     params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
     if meta:
         params["_meta"] = meta
-    if client.era == "modern":
-        params = _declared(client, params)
-    else:
-        params["task"] = {"ttl": max(round(ttl * 1000), 1)} if ttl is not None else {}
-    raw = await typed_call(client, "tools/call", params, msgspec.Raw, timeout, idempotent=False)
+    params = _wire(core).call_params(core, params, ttl)
+    raw = await core.call("tools/call", params, msgspec.Raw, timeout, idempotent=False)
     kind = decode_result(raw, _Kind)
     if kind.result_type == TASK_RESULT:
         task = decode_result(raw, Task)
-        return TaskHandle(client, task.task_id, task)
+        return TaskHandle(core, task.task_id, task)
     if isinstance(kind.task, dict):  # 2025-11-25: {"task": {...}}
         try:
             task = legacy_task(kind.task)
         except msgspec.ValidationError as exc:
-            err = McpError(-32603, f"Invalid result from server: {flatten_text(str(exc), 512)}")
-            err.local = True
-            raise err from None
-        return TaskHandle(client, task.task_id, task)
-    return TaskHandle(client, None, result=decode_result(raw, CallToolResult))
+            raise _invalid(exc) from None
+        return TaskHandle(core, task.task_id, task)
+    return TaskHandle(core, None, result=decode_result(raw, CallToolResult))
 
 
-async def get_task(client: Client, task_id: str, *, timeout: float | None = None) -> Task:
-    """``tasks/get`` (either era's wire)."""
-    params = _task_params(client, task_id)
-    raw = await typed_call(client, "tasks/get", params, msgspec.Raw, timeout, idempotent=True, rounds=False)
-    if client.era == "legacy":
-        try:
-            return legacy_task(decode_result(raw, dict[str, Any]))
-        except msgspec.ValidationError as exc:
-            err = McpError(-32603, f"Invalid result from server: {flatten_text(str(exc), 512)}")
-            err.local = True
-            raise err from None
-    return decode_result(raw, Task)
+async def get_task(core: CallCore, task_id: str, *, timeout: float | None = None) -> Task:
+    """``tasks/get`` (either era's wire). Raises as every request does."""
+    wire = _wire(core)
+    raw = await core.call("tasks/get", wire.about(core, task_id), msgspec.Raw, timeout, idempotent=True, rounds=False)
+    return wire.task(raw)
 
 
-async def cancel_task(client: Client, task_id: str, *, timeout: float | None = None) -> None:
-    """``tasks/cancel``."""
-    params = _task_params(client, task_id)
-    await typed_call(client, "tasks/cancel", params, dict[str, Any], timeout, idempotent=True, rounds=False)
+async def cancel_task(core: CallCore, task_id: str, *, timeout: float | None = None) -> None:
+    """``tasks/cancel``. Raises as every request does."""
+    params = _wire(core).about(core, task_id)
+    await core.call("tasks/cancel", params, dict[str, Any], timeout, idempotent=True, rounds=False)
 
 
-async def update_task(client: Client, task_id: str, input_responses: dict[str, Any], *, timeout: float | None = None) -> None:
+async def update_task(core: CallCore, task_id: str, input_responses: dict[str, Any], *, timeout: float | None = None) -> None:
     """``tasks/update`` (2026-07-28 only: ``RuntimeError`` in the legacy era)."""
-    if client.era != "modern":
-        raise RuntimeError("tasks/update is part of the 2026-07-28 tasks extension; a 2025-11-25 task asks on tasks/result")
-    params = {**_task_params(client, task_id), "inputResponses": input_responses}
-    await typed_call(client, "tasks/update", params, dict[str, Any], timeout, idempotent=True, rounds=False)
+    params = _wire(core).update(core, task_id, input_responses)
+    await core.call("tasks/update", params, dict[str, Any], timeout, idempotent=True, rounds=False)
 
 
-async def follow_task(client: Client, raw: msgspec.Raw, tp: type[T], deadline: float) -> T:
+async def follow_task(core: CallCore, raw: msgspec.Raw, tp: type[T], deadline: float) -> T:
     """A ``tools/call`` answered with a task (2026-07-28): wait for it until ``deadline``
-    (the loop's clock) and return its result as ``tp`` — or ``raw`` itself when ``tp`` is
-    ``msgspec.Raw`` (:meth:`Client.start_task` takes the handle). A call given up on (its
-    deadline, an error, cancellation) cancels the task on the server."""
-    if tp is msgspec.Raw:
-        return raw  # type: ignore[return-value]
+    (the loop's clock) and return its result as ``tp``. A call given up on (its deadline,
+    an error, cancellation) cancels the task on the server, in the background. Raises
+    what :meth:`TaskHandle.wait` raises."""
     task = decode_result(raw, Task)
-    handle = TaskHandle(client, task.task_id, task)
+    handle = TaskHandle(core, task.task_id, task)
     try:
         result = await handle.wait(timeout=max(deadline - asyncio.get_running_loop().time(), 0.001))
     except BaseException:
         if handle.task is None or not handle.task.terminal:
-            _abandon(client, task.task_id)
+            _abandon(core, task.task_id)
         raise
     if tp is CallToolResult:
         return result  # type: ignore[return-value]
     return msgspec.convert(msgspec.to_builtins(result), tp)
 
 
-def _abandon(client: Client, task_id: str) -> None:
+def _abandon(core: CallCore, task_id: str) -> None:
     """Cancel a task nobody waits for any more, in the background (errors logged)."""
 
     async def cancel() -> None:
         try:
-            await cancel_task(client, task_id)
+            await cancel_task(core, task_id)
         except Exception as exc:  # the connection is going, the task has ended: nothing to do
             log.debug("could not cancel abandoned task %s: %s", task_id, exc)
 
-    if client.is_connected:
+    if core.connected:
         job = asyncio.get_running_loop().create_task(cancel(), name="mcpkit-cancel-task")
         _abandoned.add(job)
         job.add_done_callback(_abandoned.discard)

@@ -67,7 +67,9 @@ class McpError(Exception):
     server code to answer with exactly this code, message and data.
 
     ``local`` is true only for errors that arose inside this process (a deadline, a
-    closed connection) and were never sent by the peer.
+    closed connection) and were never sent by the peer: ``local=True`` marks one so
+    (the subclasses that are always local, such as :class:`RequestTimeout` and
+    :class:`ConnectionClosed`, say so on the class).
     """
 
     local: bool = False
@@ -79,6 +81,7 @@ class McpError(Exception):
         data: Any = None,
         *,
         status: int | None = None,
+        local: bool = False,
     ) -> None:
         if isinstance(code, bool) or not isinstance(code, int):
             raise TypeError(f"McpError code must be an int, not {type(code).__name__}")
@@ -87,6 +90,8 @@ class McpError(Exception):
         self.message = message
         self.data = data
         self.status = status
+        if local:  # else the class says (True for the local subclasses, False here)
+            self.local = True
 
     @property
     def http_status(self) -> int:

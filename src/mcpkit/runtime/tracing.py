@@ -16,8 +16,9 @@ looking in ``sys.modules``, so a program without OpenTelemetry imports nothing o
 ``True`` always traces (``ImportError`` if the API is missing); ``False`` never does;
 a ``TracerProvider`` traces with that provider rather than the global one.
 
-The hooks replace a bound method on one object (``Client._request``,
-``Dispatcher.handle``) with a function that returns the original coroutine untouched
+The hooks wrap one side's path to the wire — the client session's request function,
+which the session keeps as its own (:func:`trace_client_requests`), and
+``Dispatcher.handle`` — in a function that returns the original coroutine untouched
 when tracing is off, and a traced one when it is on: no extra frame per request when off.
 """
 
@@ -26,17 +27,27 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 import msgspec
 
 from ..protocol import meta as meta_keys
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
+from ..protocol.events import RequestId
+from .peer import ProgressCallback
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-__all__ = ["TracingOption", "check_tracing", "active_tracer", "trace_client_requests", "trace_server_requests"]
+__all__ = [
+    "TracingOption",
+    "check_tracing",
+    "active_tracer",
+    "ClientRequest",
+    "Agreed",
+    "trace_client_requests",
+    "trace_server_requests",
+]
 
 #: The ``tracing=`` option of ``Server`` and ``ClientOptions``: None (auto), True, False,
 #: or a ``TracerProvider`` to use instead of the global one.
@@ -187,20 +198,54 @@ class _MetaGetter:
 
 # --- the client side ----------------------------------------------------------------------------
 
-#: ``Client._request(method, params, timeout, on_progress, ...)``.
-ClientRequest = Callable[..., Awaitable[msgspec.Raw]]
+
+class ClientRequest(Protocol):
+    """The client's one path to the wire: send ``method`` with ``params`` and return the
+    raw result (the client session's ``request``)."""
+
+    def __call__(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
+        on_start: Callable[[RequestId], None] | None = None,
+        *,
+        reset: bool = False,
+        max_total: float | None = None,
+    ) -> Awaitable[msgspec.Raw]: ...
 
 
-def trace_client_requests(request: ClientRequest, setting: TracingOption, owner: Any) -> ClientRequest:
+class Agreed(Protocol):
+    """What a client span reports of the connection: the era and revision agreed on
+    (None before negotiation)."""
+
+    @property
+    def era(self) -> str | None: ...
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+
+def trace_client_requests(request: ClientRequest, setting: TracingOption, agreed: Agreed) -> ClientRequest:
     """``request`` (the client's one path to the wire) with a ``CLIENT`` span around each
-    call when tracing is on, the trace context added to the params' ``_meta``. ``owner``
-    is the client: its ``era`` and ``protocol_version`` are read at each call."""
+    call when tracing is on, the trace context added to the params' ``_meta``.
+    ``agreed``'s ``era`` and ``protocol_version`` are read at each call."""
 
-    def traced(method: str, params: dict[str, Any] | None, *args: Any, **kwargs: Any) -> Awaitable[msgspec.Raw]:
+    def traced(
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
+        on_start: Callable[[RequestId], None] | None = None,
+        *,
+        reset: bool = False,
+        max_total: float | None = None,
+    ) -> Awaitable[msgspec.Raw]:
         tracer = active_tracer(setting)
         if tracer is None:
-            return request(method, params, *args, **kwargs)
-        return _client_span(tracer, request, owner, method, params, args, kwargs)
+            return request(method, params, timeout, on_progress, on_start, reset=reset, max_total=max_total)
+        return _client_span(tracer, request, agreed, method, params, timeout, on_progress, on_start, reset, max_total)
 
     return traced
 
@@ -208,11 +253,14 @@ def trace_client_requests(request: ClientRequest, setting: TracingOption, owner:
 async def _client_span(
     tracer: Tracer,
     request: ClientRequest,
-    owner: Any,
+    agreed: Agreed,
     method: str,
     params: dict[str, Any] | None,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    timeout: float,
+    on_progress: ProgressCallback | None,
+    on_start: Callable[[RequestId], None] | None,
+    reset: bool,
+    max_total: float | None,
 ) -> msgspec.Raw:
     from opentelemetry import propagate
     from opentelemetry.trace import SpanKind
@@ -223,7 +271,7 @@ async def _client_span(
     with tracer.start_as_current_span(
         span_name, kind=SpanKind.CLIENT, attributes=attrs, record_exception=False, set_status_on_exception=False
     ) as span:
-        era, version = getattr(owner, "era", None), getattr(owner, "protocol_version", None)
+        era, version = agreed.era, agreed.protocol_version
         if era:
             span.set_attribute("mcpkit.era", era)
         if version:
@@ -233,20 +281,14 @@ async def _client_span(
         meta: dict[str, Any] = dict(extra) if isinstance(extra, dict) else {}
         propagate.inject(meta)
         carried["_meta"] = meta
-        positional = len(args) >= 3  # (timeout, on_progress, on_start, ...)
-        on_start = args[2] if positional else kwargs.get("on_start")
 
-        def started(request_id: Any) -> None:
+        def started(request_id: RequestId) -> None:
             span.set_attribute("jsonrpc.request.id", _request_id(request_id))
             if on_start is not None:
                 on_start(request_id)
 
-        if positional:
-            args = (*args[:2], started, *args[3:])
-        else:
-            kwargs["on_start"] = started
         try:
-            raw = await request(method, carried, *args, **kwargs)
+            raw = await request(method, carried, timeout, on_progress, started, reset=reset, max_total=max_total)
         except BaseException as exc:
             _record_error(span, exc)
             raise

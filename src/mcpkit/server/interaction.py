@@ -80,9 +80,7 @@ class LiveAsker:
         try:
             return decode_answer(method, _decode_dict(raw), f"the client's answer to {method}")
         except (McpError, msgspec.DecodeError, RecursionError) as exc:
-            err = McpError(-32603, f"Invalid result from client: {flatten_text(str(exc), 256)}")
-            err.local = True
-            raise err from None
+            raise McpError(-32603, f"Invalid result from client: {flatten_text(str(exc), 256)}", local=True) from None
 
 
 class NoAsker:
