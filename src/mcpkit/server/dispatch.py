@@ -47,7 +47,7 @@ from ..protocol.types import (
     SetLevelParams,
 )
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
-from ..protocol.wire_errors import bounded, internal_error, to_wire_error
+from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
 from .context import Context
 from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
@@ -227,7 +227,7 @@ class Dispatcher:
             if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
                 return internal_error(exc, f"handler for {method}", expose=expose, limit=limit)
             return bounded(exc, limit)
-        return to_wire_error(exc, policy, method, expose=expose, limit=limit)
+        return policy.wire_error(exc, method, expose=expose, limit=limit)
 
     async def _through_middleware(self, ctx: Context, innermost: CallNext) -> Any:
         chain = innermost

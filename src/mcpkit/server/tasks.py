@@ -36,7 +36,7 @@ from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, flatten_
 from ..protocol.interactive import InputRequest
 from ..protocol.tasks import TASK_RESULT, TERMINAL_STATUSES, Task, declares_tasks, missing_tasks_extension
 from ..protocol.types import CallToolResult, Result
-from ..protocol.wire_errors import bounded, internal_error, to_wire_error
+from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import DROP
 from ..stores.tasks import TaskRecord, TaskStore, TaskStoreFull
 from .changes import ChangeHub
@@ -308,7 +308,7 @@ class TaskManager:
             if exc.local:
                 return internal_error(exc, "task handler for tools/call", expose=expose, limit=limit)
             return bounded(exc, limit)
-        return to_wire_error(exc, MODERN, "tools/call", expose=expose, limit=limit)
+        return MODERN.wire_error(exc, "tools/call", expose=expose, limit=limit)
 
     async def _commit(self, running: _Running, **changes: Any) -> None:
         """Save a new record of ``running`` with ``changes`` and tell its listeners. A
