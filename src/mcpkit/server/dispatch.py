@@ -4,8 +4,9 @@ A request whose ``params._meta`` names a protocol version is served statelessly 
 the modern era (2026-07-28); otherwise the connection must have completed the
 ``initialize`` handshake (legacy era, 2025-11-25 back to 2024-11-05). The era is
 resolved here, once per request, into an :class:`~mcpkit.protocol.eras.EraPolicy`
-that everything downstream asks. Every exception from user code is mapped here to
-its wire outcome (docs/errors.md).
+that everything downstream asks; which eras are served at all is the policies the
+server's settings hold (``Server(eras=...)``), never a comparison of era names. Every
+exception from user code is mapped here to its wire outcome (docs/errors.md).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from ..protocol.types import (
     ReadResourceParams,
     SetLevelParams,
 )
-from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
+from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
 from .context import Context
@@ -126,8 +127,6 @@ def _meta_of(raw: msgspec.Raw) -> dict[str, Any]:
 _Resolved = tuple[EraPolicy, str, dict[str, Any], Implementation | None, str | None]
 
 _UNINITIALIZED: Final[_Resolved] = (LEGACY, "", {}, None, None)
-#: What a server restricted to some eras (``Server(eras=...)``) offers.
-_VERSIONS: Final = {"dual": SUPPORTED_PROTOCOL_VERSIONS, "modern": MODERN_PROTOCOL_VERSIONS, "legacy": LEGACY_PROTOCOL_VERSIONS}
 
 
 class Dispatcher:
@@ -144,7 +143,8 @@ class Dispatcher:
 
     @property
     def supported_versions(self) -> list[str]:
-        return list(_VERSIONS[self.registry.settings.eras])
+        """The revisions of the eras served, newest first."""
+        return [version for policy in self.registry.settings.policies for version in policy.versions]
 
     async def handle(
         self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Session, outbound: Outbound
@@ -239,15 +239,16 @@ class Dispatcher:
         """The era of one request and who sent it. Raises -32022 for a modern version we
         do not speak, -32602 for a malformed modern ``_meta``, -32600 for a legacy
         request before ``initialize``."""
-        eras = self.registry.settings.eras
+        served = self.registry.settings.policies
         version = meta.get(meta_keys.PROTOCOL_VERSION)
-        if version is not None and eras != "legacy":  # modern _meta: even initialize is modern (-32601)
+        if version is not None and MODERN in served:  # modern _meta: even initialize is modern (-32601)
             return self._resolve_modern(version, meta)
-        if method == "initialize" or (method == "ping" and eras != "modern" and not session.initialized):
+        legacy = LEGACY in served
+        if method == "initialize" or (method == "ping" and legacy and not session.initialized):
             return _UNINITIALIZED
-        if session.initialized and eras != "modern":
+        if session.initialized and legacy:
             return LEGACY, session.protocol_version, session.client_capabilities, session.client_info, session.log_level
-        if eras == "modern" or method in LEGACY.foreign_methods:
+        if not legacy or method in LEGACY.foreign_methods:
             # only a modern request can mean this: it lacks its required _meta field
             raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {meta_keys.PROTOCOL_VERSION}")
         raise McpError(
@@ -278,7 +279,7 @@ class Dispatcher:
 
     def _initialize(self, raw: msgspec.Raw, session: Session) -> InitializeResult:
         params = _decode(raw, InitializeParams)
-        if self.registry.settings.eras == "modern":
+        if LEGACY not in self.registry.settings.policies:
             raise McpError(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version: this server speaks only " + ", ".join(MODERN_PROTOCOL_VERSIONS),

@@ -12,7 +12,6 @@ from typing import Any, Literal, TypeVar, overload
 import msgspec
 
 from ..protocol.types import Icon, Resource, ResourceTemplate, ToolAnnotations
-from ..runtime.peer import check_timeout
 from .context import callable_name, callable_target
 from .features.prompts import PromptDef
 from .features.resources import ResourceDef, TemplateDef, is_valid_uri
@@ -20,9 +19,10 @@ from .features.tools import tool_from_function, tool_from_schema
 from .injection import Provider
 from .registry import Middleware, Registry
 from .schema import parse_docstring
+from .settings import check_limit
 from .tasks import task_mode
 
-__all__ = ["Registration", "check_limit"]
+__all__ = ["Registration"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,11 +36,6 @@ def _icons(icons: Sequence[Icon | Mapping[str, Any]] | None) -> list[Icon] | Non
         return [i if isinstance(i, Icon) else msgspec.convert(i, Icon) for i in icons]
     except msgspec.ValidationError as exc:
         raise ValueError(f"invalid icon: {exc}") from None
-
-
-def check_limit(seconds: float | None) -> float | None:
-    """A time limit in seconds (None: none). Raises ``ValueError`` unless positive."""
-    return None if seconds is None else check_timeout(seconds)
 
 
 class Registration:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from ..protocol.eras import MODERN
 from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
@@ -34,9 +35,10 @@ from .changes import ChangeHub, Subscriber
 from .dispatch import Dispatcher
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
-from .registration import Registration, check_limit
-from .registry import CallNext, Middleware, Registry, Setting, Settings
+from .registration import Registration
+from .registry import CallNext, Middleware, Registry
 from .session import Session
+from .settings import Setting, Settings, check_limit
 from .tasks import TaskManager
 
 if TYPE_CHECKING:
@@ -158,6 +160,7 @@ class Server(Registration):
             tool_timeout=check_limit(tool_timeout),
             state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
         )
+        settings.hold(self)
         hub = ChangeHub(bus if bus is not None else InMemoryBus())
         tasks = TaskManager(
             task_store if task_store is not None else InMemoryTaskStore(),
@@ -171,7 +174,7 @@ class Server(Registration):
         self._dispatcher = Dispatcher(self._registry, self.info, instructions, self._lifespan)
         if check_tracing(tracing) is not False:  # a span per request (docs/tracing.md)
             self._dispatcher.handle = trace_server_requests(  # type: ignore[method-assign,assignment]
-                self._dispatcher.handle, tracing, lambda: self.eras != "legacy"
+                self._dispatcher.handle, tracing, lambda: MODERN in settings.policies
             )
         #: The types handlers may ask for by annotation (docs/lifespan.md).
         self._providers = providers(lifespan_state_type(lifespan))
@@ -243,7 +246,7 @@ class Server(Registration):
 
     def speaks(self, era: Era) -> bool:
         """Whether this server serves clients of ``era``."""
-        return self.eras in ("dual", era)
+        return any(policy.name == era for policy in self._registry.settings.policies)
 
     def new_session(self) -> Session:
         """Fresh per-connection protocol state."""

@@ -44,7 +44,7 @@ from .interaction import TaskAsker
 
 if TYPE_CHECKING:
     from .context import Context
-    from .registry import Settings
+    from .settings import Settings
 
 __all__ = ["TaskManager", "TaskHook", "NoTask", "TaskMode", "task_mode", "MAX_WATCHED_TASKS"]
 
