@@ -3,10 +3,7 @@ is, logging, progress, tasks. Asking the client is the mixin of :mod:`.asking`."
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
-import typing
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -25,47 +22,12 @@ from .interaction import Asker
 if TYPE_CHECKING:
     from .tasks import NoTask, TaskHook
 
-__all__ = ["Context", "LogLevel", "is_context_type", "context_param", "callable_target", "callable_name"]
+__all__ = ["Context", "LogLevel"]
 
 _RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 _log = logging.getLogger("mcpkit.server")
 
 _decode_params = msgspec.json.Decoder(dict[str, Any]).decode
-
-
-def callable_target(fn: Any) -> Any:
-    """What to introspect for ``fn``: the function itself, or the ``__call__`` of a
-    callable object."""
-    if inspect.isroutine(fn) or isinstance(fn, (type, functools.partial)) or not callable(fn):
-        return fn
-    return type(fn).__call__
-
-
-def callable_name(fn: Any) -> str:
-    """A handler's default name: its ``__name__``, or its class's for a callable object."""
-    return str(getattr(fn, "__name__", None) or type(fn).__name__)
-
-
-def context_param(fn: Any, hints: dict[str, Any] | None = None) -> str | None:
-    """The name of the parameter of ``fn`` annotated to receive the :class:`Context`
-    (None if none is, or if its hints cannot be resolved)."""
-    if hints is None:
-        try:
-            hints = typing.get_type_hints(callable_target(fn))
-        except Exception:
-            return None
-    for name, tp in hints.items():
-        if name != "return" and is_context_type(tp):
-            return name
-    return None
-
-
-def is_context_type(tp: Any) -> bool:
-    """Whether a parameter annotated ``tp`` wants the :class:`Context` injected
-    (``Context``, a subclass, or ``Context | None``)."""
-    if isinstance(tp, type):
-        return issubclass(tp, Context)
-    return any(isinstance(a, type) and issubclass(a, Context) for a in typing.get_args(tp))
 
 
 class Context(Asking):

@@ -1,7 +1,9 @@
 """What a server offers — tools, resources, templates, prompts, completions,
-middleware, the scopes they require — and how that changes while serving. The
-:class:`Server` facade fills it; the dispatcher and the feature modules read it, with
-the server's :class:`~.settings.Settings`."""
+middleware, the scopes they require — and how that changes while serving (removing,
+hiding, bringing back, each change announced on the :class:`~.changes.ChangeHub`).
+The registration API (:mod:`.registration`) fills it with the definitions of
+:mod:`.definitions`; the dispatcher and the request handlers of :mod:`.features` read
+it, with the server's :class:`~.settings.Settings` and its task manager."""
 
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ from ..protocol.tasks import TASKS_EXTENSION
 from ..stores.tasks import InMemoryTaskStore
 from .changes import ChangeHub
 from .context import Context
-from .features.prompts import PromptDef
-from .features.resources import ResourceDef, TemplateDef
-from .features.tools import ToolDef
+from .definitions.prompts import PromptDef
+from .definitions.resources import ResourceDef, TemplateDef
+from .definitions.tool_def import ToolDef
 from .settings import Settings
 from .tasks import TaskManager
 
@@ -67,6 +69,8 @@ class Registry:
     # --- registration -------------------------------------------------------------------------
 
     def add_tool(self, td: ToolDef) -> None:
+        """Offer the tool ``td`` (its ``x-mcp-header`` rules read once, here). Raises
+        ``ValueError`` for a duplicate name or malformed ``x-mcp-header`` annotations."""
         if td.name in self.tools:
             raise ValueError(f"a tool named {td.name!r} is already registered")
         rules: HeaderRules = {}
@@ -80,6 +84,7 @@ class Registry:
         self.hub.list_changed("tools")
 
     def add_resource(self, rd: ResourceDef) -> None:
+        """Offer the resource ``rd``. Raises ``ValueError`` for a duplicate URI."""
         uri = rd.resource.uri
         if uri in self.resources:
             raise ValueError(f"a resource with URI {uri!r} is already registered")
@@ -87,10 +92,12 @@ class Registry:
         self.hub.list_changed("resources")
 
     def add_template(self, td: TemplateDef) -> None:
+        """Offer the resource template ``td`` (templates are matched in this order)."""
         self.templates.append(td)
         self.hub.list_changed("resources")
 
     def add_prompt(self, pd: PromptDef) -> None:
+        """Offer the prompt ``pd``. Raises ``ValueError`` for a duplicate name."""
         if pd.prompt.name in self.prompts:
             raise ValueError(f"a prompt named {pd.prompt.name!r} is already registered")
         self.prompts[pd.prompt.name] = pd

@@ -1,9 +1,10 @@
 """The :class:`Server` facade: options, what transports ask, and serving.
 
 The work happens elsewhere in this package: :mod:`.registration` is the registration
-API the facade inherits, :mod:`.registry` keeps what is registered, :mod:`.dispatch`
-serves each request in its era, :mod:`.features` holds the request handlers per
-feature, :mod:`.context` is what handlers see.
+API, the facade's base class; :mod:`.registry` keeps what is registered (the
+definitions of :mod:`.definitions`) and :mod:`.settings` the options serving reads;
+:mod:`.dispatch` serves each request in its era, with the request handlers per feature
+of :mod:`.features`; :mod:`.context` is what handlers see.
 """
 
 from __future__ import annotations
@@ -169,15 +170,13 @@ class Server(Registration):
             ttl=check_timeout(task_ttl),
             poll_interval=check_timeout(task_poll_interval),
         )
-        self._registry = Registry(settings, hub, tasks)
+        super().__init__(Registry(settings, hub, tasks), providers(lifespan_state_type(lifespan)))
         self._lifespan = LifespanRunner(self, lifespan)
         self._dispatcher = Dispatcher(self._registry, self.info, instructions, self._lifespan)
         if check_tracing(tracing) is not False:  # a span per request (docs/tracing.md)
             self._dispatcher.handle = trace_server_requests(  # type: ignore[method-assign,assignment]
                 self._dispatcher.handle, tracing, lambda: MODERN in settings.policies
             )
-        #: The types handlers may ask for by annotation (docs/lifespan.md).
-        self._providers = providers(lifespan_state_type(lifespan))
 
     # --- authorization (docs/auth.md) --------------------------------------------------
 

@@ -3,19 +3,16 @@ their level in each request's ``_meta`` instead; :class:`~mcpkit.Context` applie
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...protocol.types import EmptyResult, SetLevelParams
 from ..context import Context
+from ..registry import Registry
 from ..session import Session
-
-if TYPE_CHECKING:
-    from ..registry import Registry
 
 __all__ = ["set_level"]
 
 
 async def set_level(reg: Registry, ctx: Context, params: SetLevelParams) -> EmptyResult:
+    """The connection's log level from now on (its later requests' contexts apply it)."""
     session = ctx._session
     if isinstance(session, Session):
         session.log_level = params.level

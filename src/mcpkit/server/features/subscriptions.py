@@ -13,7 +13,7 @@ server shuts down (then it is answered, the graceful end).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
@@ -22,11 +22,9 @@ from ...protocol.tasks import declares_tasks, missing_tasks_extension
 from ...protocol.types import EmptyResult, Params, ReadResourceParams
 from ..changes import Subscriber
 from ..context import Context
+from ..registry import Registry
 from ..session import Session
 from ..tasks import MAX_WATCHED_TASKS
-
-if TYPE_CHECKING:
-    from ..registry import Registry
 
 __all__ = ["subscribe", "unsubscribe", "listen", "ListenParams", "SUBSCRIPTION_ID", "RESOURCE_NOT_FOUND"]
 
@@ -61,7 +59,8 @@ def _known(reg: Registry, uri: str) -> None:
 
 
 async def subscribe(reg: Registry, ctx: Context, params: ReadResourceParams) -> EmptyResult:
-    """Legacy: watch ``uri`` on this connection. Raises -32002 for an unknown resource."""
+    """Legacy: watch ``uri`` on this connection. Raises -32002 for an unknown resource,
+    -32602 past :data:`MAX_URIS` on one connection."""
     _known(reg, params.uri)
     session = ctx._session
     if isinstance(session, Session):

@@ -9,14 +9,10 @@ of ``tasks/update`` and ``tasks/cancel`` are empty results.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...protocol.tasks import Task, TaskIdParams, UpdateTaskParams
 from ...protocol.types import EmptyResult
 from ..context import Context
-
-if TYPE_CHECKING:
-    from ..registry import Registry
+from ..registry import Registry
 
 __all__ = ["get_task", "update_task", "cancel_task"]
 
