@@ -5,8 +5,15 @@ the modern era (2026-07-28); otherwise the connection must have completed the
 ``initialize`` handshake (legacy era, 2025-11-25 back to 2024-11-05). The era is
 resolved here, once per request, into an :class:`~mcpkit.protocol.eras.EraPolicy`
 that everything downstream asks; which eras are served at all is the policies the
-server's settings hold (``Server(eras=...)``), never a comparison of era names. Every
-exception from user code is mapped here to its wire outcome (docs/errors.md).
+server's settings hold (``Server(eras=...)``), never a comparison of era names.
+
+Then one method table: the method names its params type and its request handler
+(:mod:`.features`). The dispatcher decodes the params, makes the request's
+:class:`~.context.Call` (the server's side of it: session, way back, asker) and its
+:class:`~.context.Context` on it, runs the middleware and the handler, and finishes the
+call when the handler is done — a call that became a task is finished by the task
+manager instead. Every exception from user code is mapped here to its wire outcome
+(docs/errors.md), through the era's policy.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from ..protocol.types import (
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
-from .context import Context
+from .context import Call, Context
 from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, MrtrParams, NoAsker, ReplayAsker
 from .lifespan import LifespanRunner
@@ -59,10 +66,13 @@ from .session import Session
 
 __all__ = ["Dispatcher"]
 
-MethodHandler = Callable[[Registry, Context, Any], Awaitable[Any]]
+#: ``handler(registry, ctx, call, params)``: serves one method (the request handlers of
+#: :mod:`.features`); ``call`` is the server's side of the request (its session, its way
+#: back, the task it may become), ``params`` are decoded as the method's table entry says.
+MethodHandler = Callable[[Registry, Context, Call, Any], Awaitable[Any]]
 
 
-async def _ping(reg: Registry, ctx: Context, params: Any) -> EmptyResult:
+async def _ping(reg: Registry, ctx: Context, call: Call, params: Any) -> EmptyResult:
     return EmptyResult()
 
 
@@ -165,6 +175,7 @@ class Dispatcher:
         registry = self.registry
         settings = registry.settings
         asker = self._asker(policy, method, params, raw_params, outbound)
+        call = Call(session, outbound, asker, policy)
         ctx = Context(
             request_id=request_id,
             method=method,
@@ -174,19 +185,17 @@ class Dispatcher:
             client_capabilities=caps,
             meta=meta,
             raw_params=raw_params,
-            outbound=outbound,
+            outbound=call,
             log_level=level,
-            session=session,
             max_text=settings.max_error_text,
-            asker=asker,
             ask_timeout=settings.ask_timeout,
             lifespan=self._lifespan.state,
         )
         try:
             if registry.middleware:
-                result = await self._through_middleware(ctx, lambda: handler(registry, ctx, params))
+                result = await self._through_middleware(ctx, lambda: handler(registry, ctx, call, params))
             else:
-                result = await handler(registry, ctx, params)
+                result = await handler(registry, ctx, call, params)
         except asyncio.CancelledError:
             raise
         except InputRequired:
@@ -196,7 +205,7 @@ class Dispatcher:
         except BaseException as exc:  # of any type: only this request fails
             raise self._wire_error(exc, policy, method) from None
         finally:
-            ctx._finish()
+            call.finish()
         if isinstance(result, Task) and result.result_type == TASK_RESULT:  # the call became a task (server/tasks.py)
             return msgspec.structs.replace(result, meta=self._server_meta)
         return policy.finish_result(result, self._server_meta, settings)
@@ -300,7 +309,7 @@ class Dispatcher:
             instructions=self.instructions,
         )
 
-    async def _discover(self, reg: Registry, ctx: Context, params: Any) -> DiscoverResult:
+    async def _discover(self, reg: Registry, ctx: Context, call: Call, params: Any) -> DiscoverResult:
         return DiscoverResult(
             supported_versions=self.supported_versions, capabilities=reg.modern_capabilities, instructions=self.instructions
         )

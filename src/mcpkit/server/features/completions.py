@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ...protocol.types import CompleteParams, CompleteResult, Completion
 from ...runtime.threads import call_handler, is_async_callable
-from ..context import Context
+from ..context import Call, Context
 from ..registry import Registry
 
 __all__ = ["complete"]
@@ -14,7 +14,7 @@ __all__ = ["complete"]
 MAX_VALUES = 100
 
 
-async def complete(reg: Registry, ctx: Context, params: CompleteParams) -> CompleteResult:
+async def complete(reg: Registry, ctx: Context, call: Call, params: CompleteParams) -> CompleteResult:
     """The completion handler's values for one argument (at most :data:`MAX_VALUES`;
     none without a handler). Raises -32602 for an unknown prompt, template or reference
     type, and what the handler raised; cancellation propagates (a plain ``def`` handler

@@ -7,20 +7,20 @@ from typing import Any
 
 from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ...protocol.types import CursorParams, GetPromptParams, ListPromptsResult
-from ..context import Context
+from ..context import Call, Context
 from ..definitions.prompts import to_prompt_result
 from ..registry import Registry
 
 __all__ = ["list_prompts", "get_prompt"]
 
 
-async def list_prompts(reg: Registry, ctx: Context, params: CursorParams) -> ListPromptsResult:
+async def list_prompts(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListPromptsResult:
     """One page of the enabled prompts. Raises -32602 for a cursor that is not ours."""
     page, nxt = reg.page([p.prompt for p in reg.prompts.values()], params.cursor)
     return ListPromptsResult(prompts=page, next_cursor=nxt)
 
 
-async def get_prompt(reg: Registry, ctx: Context, params: GetPromptParams) -> Any:
+async def get_prompt(reg: Registry, ctx: Context, call: Call, params: GetPromptParams) -> Any:
     """The prompt's messages. Raises -32602 for an unknown prompt or a missing required
     argument, and what the handler raised (``TypeError`` for a value that is not
     messages); cancellation propagates (a plain ``def`` handler runs on to its end)."""

@@ -12,27 +12,27 @@ from ...protocol.types import (
     ReadResourceParams,
     ReadResourceResult,
 )
-from ..context import Context
+from ..context import Call, Context
 from ..definitions.resources import is_valid_uri, to_contents
 from ..registry import Registry
 
 __all__ = ["list_resources", "list_templates", "read_resource"]
 
 
-async def list_resources(reg: Registry, ctx: Context, params: CursorParams) -> ListResourcesResult:
+async def list_resources(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListResourcesResult:
     """One page of the enabled resources. Raises -32602 for a cursor that is not ours."""
     page, nxt = reg.page([r.resource for r in reg.resources.values()], params.cursor)
     return ListResourcesResult(resources=page, next_cursor=nxt)
 
 
-async def list_templates(reg: Registry, ctx: Context, params: CursorParams) -> ListResourceTemplatesResult:
+async def list_templates(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListResourceTemplatesResult:
     """One page of the enabled resource templates. Raises -32602 for a cursor that is
     not ours."""
     page, nxt = reg.page([t.template for t in reg.templates], params.cursor)
     return ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
 
-async def read_resource(reg: Registry, ctx: Context, params: ReadResourceParams) -> ReadResourceResult:
+async def read_resource(reg: Registry, ctx: Context, call: Call, params: ReadResourceParams) -> ReadResourceResult:
     """The contents of the resource ``params.uri`` names, or of the first template it
     matches. Raises -32602 (``data: {"uri"}``) for a malformed or unknown URI, and what
     the handler raised; cancellation propagates (a plain ``def`` handler runs on to its

@@ -9,19 +9,19 @@ from typing import Any
 
 from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ...protocol.types import CallToolParams, CallToolResult, CursorParams, ListToolsResult, Result
-from ..context import Context
+from ..context import Call, Context
 from ..registry import Registry
 
 __all__ = ["list_tools", "call_tool"]
 
 
-async def list_tools(reg: Registry, ctx: Context, params: CursorParams) -> ListToolsResult:
+async def list_tools(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListToolsResult:
     """One page of the enabled tools. Raises -32602 for a cursor that is not ours."""
     page, nxt = reg.page([t.tool for t in reg.tools.values()], params.cursor)
     return ListToolsResult(tools=page, next_cursor=nxt)
 
 
-async def call_tool(reg: Registry, ctx: Context, params: CallToolParams) -> Result:
+async def call_tool(reg: Registry, ctx: Context, call: Call, params: CallToolParams) -> Result:
     """Call a tool: its result (a tool error included), or the task's handle when the
     call became a task. Raises -32602 for an unknown tool or invalid arguments, and
     what the tool raised on purpose (``McpError``, an HTTP status). Cancellation
@@ -42,5 +42,5 @@ async def call_tool(reg: Registry, ctx: Context, params: CallToolParams) -> Resu
 
     if td.task is not None:  # it may run as a task (server/tasks.py): bad arguments fail the call, not a task
         td.check_arguments(params.arguments or {}, settings.max_error_text)
-        return await reg.tasks.call_tool(td.task, td.name, ctx, run)
+        return await reg.tasks.call_tool(td.task, td.name, ctx, call, run)
     return await run()
