@@ -113,7 +113,9 @@ class Call:
             self.outbound.notify(method, params)
 
     async def request(self, method: str, params: Any, *, timeout: float) -> msgspec.Raw:
-        """A request to the client over ``outbound``; raises as it does."""
+        """A request to the client over ``outbound``: raises what it raises
+        (``McpError``, ``RequestTimeout``, ``ConnectionClosed``); on cancellation the
+        request is cancelled on the wire."""
         return await self.outbound.request(method, params, timeout=timeout)
 
     def become_task(self, asker: Asker) -> None:
