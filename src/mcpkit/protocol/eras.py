@@ -18,7 +18,7 @@ import msgspec
 from .errors import McpError
 from .types import Cacheable, Result
 from .versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Era
-from .wire_errors import legacy_status_error, modern_status_error
+from .wire_errors import has_status, internal_error, legacy_status_error, modern_status_error
 
 __all__ = ["EraPolicy", "CachePolicy", "MODERN", "LEGACY"]
 
@@ -52,6 +52,9 @@ class EraPolicy(ABC):
     cancel_on_disconnect: bool
     #: Over HTTP: SSE streams are stored so that a dropped one can be resumed.
     resumable_streams: bool
+    #: The tasks extension (docs/tasks.md) exists: a ``tools/call`` may become a task,
+    #: ``tasks/*`` may be asked (2025-11-25's experimental tasks are another wire).
+    tasks_extension: bool
     #: Methods that exist only in the other era (answered -32601 here).
     foreign_methods: frozenset[str]
 
@@ -68,6 +71,16 @@ class EraPolicy(ABC):
         server's default ``ttl_ms`` and ``cache_scope``."""
         return result
 
+    def wire_error(self, exc: BaseException, method: str, *, expose: bool, limit: int) -> McpError:
+        """The JSON-RPC error for an exception (not an ``McpError``) from a handler of
+        ``method`` (docs/errors.md): one carrying an HTTP status maps as this era says
+        (:meth:`status_error`); anything else is -32603 with only a reference id, the
+        exception logged under it (its flattened text instead of ``"Internal error"``
+        with ``expose``). Never raises."""
+        if not has_status(exc):
+            return internal_error(exc, f"handler for {method}", expose=expose, limit=limit)
+        return self.status_error(exc, method, limit)
+
     def __repr__(self) -> str:
         return f"<{self.name} era policy>"
 
@@ -80,6 +93,7 @@ class _Modern(EraPolicy):
     log_by_default = False
     cancel_on_disconnect = True
     resumable_streams = False
+    tasks_extension = True
     foreign_methods = frozenset({"ping", "initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
     def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
@@ -119,6 +133,7 @@ class _Legacy(EraPolicy):
     log_by_default = True  # until the client sends logging/setLevel
     cancel_on_disconnect = False  # the handler runs on; the client may resume the stream
     resumable_streams = True
+    tasks_extension = False
     foreign_methods = frozenset({"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"})
 
     def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:

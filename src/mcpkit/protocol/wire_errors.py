@@ -1,24 +1,25 @@
-"""How a handler's exception becomes a JSON-RPC error, per era (docs/errors.md).
+"""The pieces of the mapping from a handler's exception to a JSON-RPC error
+(docs/errors.md): the generic ``-32603`` with a reference id, the bounding of an
+``McpError``'s message, and the two eras' tables for exceptions that carry an HTTP status.
 
-The server's dispatcher calls :func:`to_wire_error` for every exception that escapes a
-handler or middleware (tool exceptions have already become ``isError`` results).
-Exception text from user code never reaches the client unless the server opted in
-with ``expose_internal_errors``; the details are logged under a reference id that the
-error's ``data`` carries.
+The mapping itself is asked of the request's era policy
+(:meth:`~mcpkit.protocol.eras.EraPolicy.wire_error`), which the server's dispatcher
+calls for every exception that escapes a handler or middleware (tool exceptions have
+already become ``isError`` results). Exception text from user code never reaches the
+client unless the server opted in with ``expose_internal_errors``; the details are
+logged under a reference id that the error's ``data`` carries. Nothing here knows the
+eras' policies: they import these tables, not the other way round.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from .errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, flatten_text
 
-if TYPE_CHECKING:
-    from .eras import EraPolicy
-
-__all__ = ["bounded", "internal_error", "to_wire_error", "has_status", "modern_status_error", "legacy_status_error"]
+__all__ = ["bounded", "internal_error", "has_status", "modern_status_error", "legacy_status_error"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -56,15 +57,6 @@ def internal_error(exc: BaseException, what: str, *, expose: bool, limit: int) -
     log.error("%s failed (reference %s)", what, ref, exc_info=exc)
     message = flatten_text(str(exc) or type(exc).__name__, limit) if expose else "Internal error"
     return McpError(INTERNAL_ERROR, message, {"reference": ref})
-
-
-def to_wire_error(exc: BaseException, policy: EraPolicy, method: str, *, expose: bool, limit: int) -> McpError:
-    """The JSON-RPC error for an exception from a handler of ``method``: an exception
-    carrying an HTTP status maps per era (:meth:`EraPolicy.status_error`); anything
-    else becomes :func:`internal_error`."""
-    if not has_status(exc):
-        return internal_error(exc, f"handler for {method}", expose=expose, limit=limit)
-    return policy.status_error(exc, method, limit)
 
 
 def modern_status_error(exc: BaseException, method: str, limit: int) -> McpError:

@@ -1,13 +1,37 @@
-"""The per-request :class:`Context` handed to handlers and middleware: what the request
-is, logging, progress, tasks. Asking the client is the mixin of :mod:`.asking`."""
+"""One request being served, as its handler sees it (:class:`Context`) and as the
+server does (:class:`Call`).
+
+The :class:`Context` is what handlers and middleware get: what the request is, who
+asks, logging and progress, asking the client (``elicit``, ``sample``, ``list_roots``:
+the same code in both eras, docs/interactive.md) and becoming a task (docs/tasks.md).
+The :class:`Call` is the server's side of the same request: the connection's session,
+the era's policy, the way back to the client (``outbound``) and how questions travel
+(``asker``), the task the call may become (a :class:`TaskHook`), and whether it is over.
+
+The dispatcher makes one Call per request, builds the Context on it (passing the Call
+as the Context's outbound: while it lasts, a call *is* the request's way back) and gives
+both to the method's handler. Whatever changes while the request is served changes on
+the Call, through its own methods, and the Context reads it there:
+
+* the request ends: the dispatcher finishes the call (:meth:`~Call.finish`) — unless it
+  became a task, which the task manager ends (:meth:`~Call.end_task`) when its handler
+  stops;
+* the call becomes a task: :meth:`Context.start_task` asks the call's :class:`TaskHook`
+  to start one, and switches the call to the task's asker
+  (:meth:`~Call.become_task`): from then on questions wait for ``tasks/update`` and
+  notifications go nowhere.
+
+Rules the Context keeps: nothing goes out once the call is over (notifications are
+dropped, asking raises ``RuntimeError``); a question is asked only of a client that
+declared the capability for it (-32021 otherwise, nothing sent); progress must increase.
+This module knows nothing of tasks beyond :class:`TaskHook` (server/tasks.py implements
+it) and nothing of the dispatcher.
+"""
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
-import typing
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -17,15 +41,22 @@ from ..protocol.engine import is_request_id
 from ..protocol.eras import EraPolicy
 from ..protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ..protocol.events import RequestId
-from ..protocol.types import LOG_LEVELS, Implementation, LogLevel
-from ..runtime.outbound import Notifier, Outbound
-from .asking import Asking
-from .interaction import Asker
+from ..protocol.interactive import (
+    ELICIT,
+    LIST_ROOTS,
+    SAMPLE,
+    CreateMessageResult,
+    ElicitResult,
+    ListRootsResult,
+    SamplingMessage,
+    missing_capability,
+)
+from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Result, Root
+from ..runtime.outbound import DROP, Notifier, Outbound
+from ..runtime.peer import check_timeout
+from .interaction import Asker, content_converter, elicitation_schema, invalid_content
 
-if TYPE_CHECKING:
-    from .tasks import NoTask, TaskHook
-
-__all__ = ["Context", "LogLevel", "is_context_type", "context_param", "callable_target", "callable_name"]
+__all__ = ["Context", "Call", "TaskHook", "LogLevel"]
 
 _RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 _log = logging.getLogger("mcpkit.server")
@@ -33,42 +64,81 @@ _log = logging.getLogger("mcpkit.server")
 _decode_params = msgspec.json.Decoder(dict[str, Any]).decode
 
 
-def callable_target(fn: Any) -> Any:
-    """What to introspect for ``fn``: the function itself, or the ``__call__`` of a
-    callable object."""
-    if inspect.isroutine(fn) or isinstance(fn, (type, functools.partial)) or not callable(fn):
-        return fn
-    return type(fn).__call__
+class TaskHook(Protocol):
+    """What a :class:`Context` needs of the task a tool's call may become
+    (server/tasks.py makes one for each call of a tool registered with ``task=``)."""
+
+    @property
+    def task_id(self) -> str | None:
+        """The task's id once the call is one (None before, or when it cannot be)."""
+        ...
+
+    async def start(self, required: bool) -> Asker | None:
+        """Make the call a task: write it down, let the call be answered with the task's
+        handle, and return the asker the handler's questions go to from now on. Returns
+        None when the call cannot become a task; with ``required`` it raises the
+        reason instead (an ``McpError``)."""
+        ...
+
+    async def report(self, message: str) -> None:
+        """The handler's progress, as the task's status message."""
+        ...
 
 
-def callable_name(fn: Any) -> str:
-    """A handler's default name: its ``__name__``, or its class's for a callable object."""
-    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+class Call:
+    """The server's side of one request being served (see the module's docstring):
+    ``session`` (the connection's legacy state, or None), ``policy`` (its era),
+    ``outbound`` (the way back to the client), ``asker`` (how its questions travel),
+    ``task`` (the hook of a task tool's call, else None) and ``done``.
+
+    A call is an :class:`~mcpkit.runtime.outbound.Outbound` of its own: its
+    notifications go to ``outbound`` until it is over, then nowhere.
+    """
+
+    __slots__ = ("asker", "done", "outbound", "policy", "session", "task", "tasked")
+
+    def __init__(self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy) -> None:
+        self.session = session
+        self.outbound = outbound
+        self.asker = asker
+        self.policy = policy
+        self.task: TaskHook | None = None
+        #: The call became a task: it lives on after the request is answered.
+        self.tasked = False
+        self.done = False
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification to the client; dropped once the call is over."""
+        if not self.done:
+            self.outbound.notify(method, params)
+
+    async def request(self, method: str, params: Any, *, timeout: float) -> msgspec.Raw:
+        """A request to the client over ``outbound``: raises what it raises
+        (``McpError``, ``RequestTimeout``, ``ConnectionClosed``); on cancellation the
+        request is cancelled on the wire."""
+        return await self.outbound.request(method, params, timeout=timeout)
+
+    def become_task(self, asker: Asker) -> None:
+        """The call is a task from now on: its questions go to ``asker``, its
+        notifications nowhere, and answering the request does not end it."""
+        self.asker = asker
+        self.outbound = DROP
+        self.tasked = True
+
+    def finish(self) -> None:
+        """The request has been answered (or has failed, or was cancelled): nothing more
+        goes out — unless the call became a task, which goes on until :meth:`end_task`."""
+        if not self.tasked:
+            self.done = True
+
+    def end_task(self) -> None:
+        """The task's handler has stopped: the call is over, and no task any more."""
+        self.task = None
+        self.tasked = False
+        self.done = True
 
 
-def context_param(fn: Any, hints: dict[str, Any] | None = None) -> str | None:
-    """The name of the parameter of ``fn`` annotated to receive the :class:`Context`
-    (None if none is, or if its hints cannot be resolved)."""
-    if hints is None:
-        try:
-            hints = typing.get_type_hints(callable_target(fn))
-        except Exception:
-            return None
-    for name, tp in hints.items():
-        if name != "return" and is_context_type(tp):
-            return name
-    return None
-
-
-def is_context_type(tp: Any) -> bool:
-    """Whether a parameter annotated ``tp`` wants the :class:`Context` injected
-    (``Context``, a subclass, or ``Context | None``)."""
-    if isinstance(tp, type):
-        return issubclass(tp, Context)
-    return any(isinstance(a, type) and issubclass(a, Context) for a in typing.get_args(tp))
-
-
-class Context(Asking):
+class Context:
     """What a handler knows about the request it serves, and how it talks back.
 
     ``era`` is ``"modern"`` (2026-07-28, stateless) or ``"legacy"`` (after
@@ -80,19 +150,17 @@ class Context(Asking):
     :meth:`list_roots` — the same code in both eras (docs/interactive.md).
     """
 
-    __slots__ = (  # and the asking state, in Asking's
-        "_done",
+    __slots__ = (
+        "_ask_timeout",
+        "_asked",
+        "_call",
         "_last_progress",
         "_lifespan",
         "_log_level",
         "_max_text",
-        "_outbound",
         "_params",
-        "_policy",
         "_progress_token",
         "_raw_params",
-        "_session",
-        "_task_hook",
         "client_capabilities",
         "client_info",
         "era",
@@ -124,7 +192,6 @@ class Context(Asking):
     ) -> None:
         self.request_id = request_id
         self.method = method
-        self._policy = policy
         self.era = policy.name
         self.protocol_version = protocol_version
         self.client_info = client_info
@@ -133,20 +200,17 @@ class Context(Asking):
         self.meta = meta
         self._raw_params = raw_params
         self._params: dict[str, Any] | None = None
-        self._outbound = outbound
+        # The dispatcher passes the Call it made for this request as the outbound (it
+        # carries the session and the asker then); any other outbound gets a call of its own.
+        self._call = outbound if isinstance(outbound, Call) else Call(session, outbound, asker, policy)
         self._log_level = log_level
         self._max_text = max_text
         token = meta.get(meta_keys.PROGRESS_TOKEN)
         self._progress_token = token if token is not None and is_request_id(token) else None
         self._last_progress: float | None = None
-        self._done = False
-        self._session = session
         self._lifespan = lifespan
-        self._asker = asker
         self._ask_timeout = ask_timeout
         self._asked = 0
-        #: How this call of a task tool becomes a task (server/tasks.py); None: no task tool.
-        self._task_hook: TaskHook | NoTask | None = None
         #: Free-form per-request storage for middleware and handlers.
         self.state: dict[str, Any] = {}
 
@@ -180,10 +244,127 @@ class Context(Asking):
                 raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply") from None
         return self._params
 
-    def _finish(self) -> None:
-        if self._task_hook is not None and self._task_hook.task_id is not None:
-            return  # a task's context lives on until its handler ends (server/tasks.py)
-        self._done = True
+    # --- asking the client (docs/interactive.md) -------------------------------------------
+
+    async def _ask(self, kind: str, method: str, params: dict[str, Any], key: str | None, timeout: float | None) -> Any:
+        """The client's answer to one question, through the call's asker. Raises the
+        -32021 of a capability the client did not declare, ``RuntimeError`` once the
+        call is over, ``ValueError`` for an empty key, and what the asker raises."""
+        missing = missing_capability(self.client_capabilities, method, params)
+        if missing is not None:
+            raise missing
+        call = self._call
+        if call.asker is None or call.done:
+            raise RuntimeError("this request can no longer ask the client anything")
+        self._asked += 1
+        if key is None:
+            key = f"{kind}-{self._asked}"
+        elif not isinstance(key, str) or not key:
+            raise ValueError("key must be a non-empty string")
+        wait = self._ask_timeout if timeout is None else check_timeout(timeout)
+        answer: Result = await call.asker.ask(key, method, params, wait)
+        return answer
+
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None, timeout: float | None = None) -> ElicitResult:
+        """Ask the user to fill in a form (elicitation, form mode).
+
+        ``schema`` is a JSON Schema dict (a flat object of string, number, integer,
+        boolean and enum properties, with titles and defaults if you like) or a class
+        (msgspec struct, dataclass, TypedDict, pydantic model) of such fields. Returns the
+        user's :class:`ElicitResult`: ``action`` is ``"accept"``, ``"decline"`` or
+        ``"cancel"``; on accept, ``content`` holds the answers and ``value`` the same
+        converted to ``schema``'s class (the dict itself for a schema dict).
+
+        ``key`` names the question in the modern era's ``inputRequests`` (default
+        ``"elicit-N"``, N counting this request's questions); ``timeout`` bounds the
+        legacy-era wait (default: the server's ``ask_timeout``).
+
+        Raises ``McpError(-32021)`` if the client did not declare elicitation (nothing
+        is sent), ``McpError(-32602)`` if accepted content does not fit ``schema``'s
+        class, ``ValueError`` for a schema elicitation cannot carry. Legacy era: the
+        client's error response as :class:`McpError`, ``RequestTimeout``,
+        ``ConnectionClosed``; cancelling the handler cancels the request on the wire.
+        Modern era: the first unanswered question ends this run of the handler (an
+        ``InputRequired`` signal, a ``BaseException`` — do not catch it); the handler is
+        run again from the start with the answer once the client retries.
+        """
+        requested = elicitation_schema(schema)
+        params = {"mode": "form", "message": message, "requestedSchema": requested}
+        result: ElicitResult = await self._ask("elicit", ELICIT, params, key, timeout)
+        if result.action == "accept":
+            content = result.content or {}
+            convert = content_converter(schema)
+            try:
+                result.value = content if convert is None else convert(content)
+            except (ValueError, TypeError, msgspec.ValidationError) as exc:
+                raise invalid_content(exc) from None
+        return result
+
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str, *, key: str | None = None, timeout: float | None = None
+    ) -> ElicitResult:
+        """Ask the user to open ``url`` for an interaction that must not pass through
+        the client (elicitation, URL mode). ``"accept"`` means the user agreed to go
+        there, not that they finished: the server learns that out of band, and may tell
+        the client with :meth:`~Context.complete_elicitation`. Raises as :meth:`~Context.elicit` does
+        (-32021 unless the client declared URL elicitation)."""
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        result: ElicitResult = await self._ask("elicit", ELICIT, params, key, timeout)
+        return result
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client that the URL interaction ``elicitation_id`` has finished
+        (``notifications/elicitation/complete``; dropped once this request is done)."""
+        self._call.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
+    async def sample(
+        self,
+        messages: str | list[SamplingMessage] | list[dict[str, Any]],
+        max_tokens: int,
+        *,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: dict[str, Any] | None = None,
+        include_context: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> CreateMessageResult:
+        """Ask the client's language model for a message (sampling).
+
+        ``messages`` is the conversation (a string is one user text message). ``tools``
+        and ``tool_choice`` (2025-11-25) let the model answer with ``tool_use`` blocks;
+        they need the client's ``sampling.tools`` capability. Returns the
+        :class:`CreateMessageResult` (``.text`` joins its text). Raises as :meth:`~Context.elicit`
+        does (-32021 unless the client declared sampling).
+        """
+        if isinstance(messages, str):
+            conversation: list[Any] = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        else:
+            conversation = [msgspec.to_builtins(m) if isinstance(m, SamplingMessage) else m for m in messages]
+        params: dict[str, Any] = {"messages": conversation, "maxTokens": max_tokens}
+        optional = {
+            "systemPrompt": system_prompt,
+            "temperature": temperature,
+            "stopSequences": stop_sequences,
+            "modelPreferences": model_preferences,
+            "includeContext": include_context,
+            "tools": tools,
+            "toolChoice": tool_choice,
+            "metadata": metadata,
+        }
+        params.update((k, v) for k, v in optional.items() if v is not None)
+        result: CreateMessageResult = await self._ask("sample", SAMPLE, params, key, timeout)
+        return result
+
+    async def list_roots(self, *, key: str | None = None, timeout: float | None = None) -> list[Root]:
+        """The client's roots (the directories or other URIs it lets the server work
+        in). Raises as :meth:`~Context.elicit` does (-32021 unless the client declared roots)."""
+        result: ListRootsResult = await self._ask("roots", LIST_ROOTS, {}, key, timeout)
+        return result.roots
 
     # --- logging -------------------------------------------------------------------------
 
@@ -194,10 +375,11 @@ class Context(Asking):
         ``level`` is at or above it. Legacy era: at or above the level the client set
         with ``logging/setLevel`` (everything until it sets one).
         """
-        if self._done:
+        call = self._call
+        if call.done:
             return False
         if self._log_level is None:
-            return self._policy.log_by_default
+            return call.policy.log_by_default
         return _RANK.get(level, 0) >= _RANK.get(self._log_level, 0)
 
     async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
@@ -213,7 +395,7 @@ class Context(Asking):
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self._outbound.notify("notifications/message", params)
+        self._call.notify("notifications/message", params)
 
     async def debug(self, data: Any, *, logger: str | None = None) -> None:
         """``log("debug", data)``: sent only if the client's level lets it through."""
@@ -246,13 +428,14 @@ class Context(Asking):
         sent. In a task (docs/tasks.md) nothing is sent: ``message`` (else "progress/total")
         becomes the task's status message.
         """
-        hook = self._task_hook
-        if hook is not None and hook.task_id is not None and not self._done:
+        call = self._call
+        hook = call.task
+        if hook is not None and hook.task_id is not None and not call.done:
             text = message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}")
             await hook.report(flatten_text(text, self._max_text))
             return
         token = self._progress_token
-        if token is None or self._done:
+        if token is None or call.done:
             return
         if self._last_progress is not None and progress <= self._last_progress:
             _log.debug("progress %r not above %r; not sent", progress, self._last_progress)
@@ -263,7 +446,7 @@ class Context(Asking):
             params["total"] = total
         if message is not None:
             params["message"] = flatten_text(message, self._max_text)
-        self._outbound.notify("notifications/progress", params)
+        call.notify("notifications/progress", params)
 
     async def close_sse_stream(self) -> bool:
         """End the HTTP connection of this request's SSE stream now, without ending the
@@ -276,16 +459,17 @@ class Context(Asking):
         Returns False, and does nothing, elsewhere (stdio, memory, the modern era,
         ``json_response=True``, older revisions) and once the request has finished.
         """
-        if self._done or not isinstance(self._outbound, Notifier):
+        outbound = self._call.outbound
+        if self._call.done or not isinstance(outbound, Notifier):
             return False
-        return self._outbound.close_stream()
+        return outbound.close_stream()
 
     # --- tasks (docs/tasks.md) --------------------------------------------------------------
 
     @property
     def task_id(self) -> str | None:
         """The id of the task this call runs as (None: it is not a task)."""
-        hook = self._task_hook
+        hook = self._call.task
         return hook.task_id if hook is not None else None
 
     async def start_task(self, *, required: bool = False) -> bool:
@@ -302,7 +486,14 @@ class Context(Asking):
         Questions asked before (input rounds) keep their answers. Raises ``RuntimeError``
         outside a call of a tool registered with ``task=``.
         """
-        hook = self._task_hook
+        call = self._call
+        hook = call.task
         if hook is None:
             raise RuntimeError("ctx.start_task() needs a tool registered with task='deferred' (or task=True)")
-        return await hook.start(required)
+        if hook.task_id is not None:
+            return True
+        asker = await hook.start(required)
+        if asker is None:
+            return False
+        call.become_task(asker)
+        return True

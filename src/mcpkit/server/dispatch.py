@@ -4,8 +4,16 @@ A request whose ``params._meta`` names a protocol version is served statelessly 
 the modern era (2026-07-28); otherwise the connection must have completed the
 ``initialize`` handshake (legacy era, 2025-11-25 back to 2024-11-05). The era is
 resolved here, once per request, into an :class:`~mcpkit.protocol.eras.EraPolicy`
-that everything downstream asks. Every exception from user code is mapped here to
-its wire outcome (docs/errors.md).
+that everything downstream asks; which eras are served at all is the policies the
+server's settings hold (``Server(eras=...)``), never a comparison of era names.
+
+Then one method table: the method names its params type and its request handler
+(:mod:`.features`). The dispatcher decodes the params, makes the request's
+:class:`~.context.Call` (the server's side of it: session, way back, asker) and its
+:class:`~.context.Context` on it, runs the middleware and the handler, and finishes the
+call when the handler is done — a call that became a task is finished by the task
+manager instead. Every exception from user code is mapped here to its wire outcome
+(docs/errors.md), through the era's policy.
 """
 
 from __future__ import annotations
@@ -46,10 +54,10 @@ from ..protocol.types import (
     ReadResourceParams,
     SetLevelParams,
 )
-from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
-from ..protocol.wire_errors import bounded, internal_error, to_wire_error
+from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
-from .context import Context
+from .context import Call, Context
 from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, MrtrParams, NoAsker, ReplayAsker
 from .lifespan import LifespanRunner
@@ -58,10 +66,13 @@ from .session import Session
 
 __all__ = ["Dispatcher"]
 
-MethodHandler = Callable[[Registry, Context, Any], Awaitable[Any]]
+#: ``handler(registry, ctx, call, params)``: serves one method (the request handlers of
+#: :mod:`.features`); ``call`` is the server's side of the request (its session, its way
+#: back, the task it may become), ``params`` are decoded as the method's table entry says.
+MethodHandler = Callable[[Registry, Context, Call, Any], Awaitable[Any]]
 
 
-async def _ping(reg: Registry, ctx: Context, params: Any) -> EmptyResult:
+async def _ping(reg: Registry, ctx: Context, call: Call, params: Any) -> EmptyResult:
     return EmptyResult()
 
 
@@ -126,8 +137,6 @@ def _meta_of(raw: msgspec.Raw) -> dict[str, Any]:
 _Resolved = tuple[EraPolicy, str, dict[str, Any], Implementation | None, str | None]
 
 _UNINITIALIZED: Final[_Resolved] = (LEGACY, "", {}, None, None)
-#: What a server restricted to some eras (``Server(eras=...)``) offers.
-_VERSIONS: Final = {"dual": SUPPORTED_PROTOCOL_VERSIONS, "modern": MODERN_PROTOCOL_VERSIONS, "legacy": LEGACY_PROTOCOL_VERSIONS}
 
 
 class Dispatcher:
@@ -144,7 +153,8 @@ class Dispatcher:
 
     @property
     def supported_versions(self) -> list[str]:
-        return list(_VERSIONS[self.registry.settings.eras])
+        """The revisions of the eras served, newest first."""
+        return [version for policy in self.registry.settings.policies for version in policy.versions]
 
     async def handle(
         self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Session, outbound: Outbound
@@ -165,6 +175,7 @@ class Dispatcher:
         registry = self.registry
         settings = registry.settings
         asker = self._asker(policy, method, params, raw_params, outbound)
+        call = Call(session, outbound, asker, policy)
         ctx = Context(
             request_id=request_id,
             method=method,
@@ -174,19 +185,17 @@ class Dispatcher:
             client_capabilities=caps,
             meta=meta,
             raw_params=raw_params,
-            outbound=outbound,
+            outbound=call,
             log_level=level,
-            session=session,
             max_text=settings.max_error_text,
-            asker=asker,
             ask_timeout=settings.ask_timeout,
             lifespan=self._lifespan.state,
         )
         try:
             if registry.middleware:
-                result = await self._through_middleware(ctx, lambda: handler(registry, ctx, params))
+                result = await self._through_middleware(ctx, lambda: handler(registry, ctx, call, params))
             else:
-                result = await handler(registry, ctx, params)
+                result = await handler(registry, ctx, call, params)
         except asyncio.CancelledError:
             raise
         except InputRequired:
@@ -196,7 +205,7 @@ class Dispatcher:
         except BaseException as exc:  # of any type: only this request fails
             raise self._wire_error(exc, policy, method) from None
         finally:
-            ctx._finish()
+            call.finish()
         if isinstance(result, Task) and result.result_type == TASK_RESULT:  # the call became a task (server/tasks.py)
             return msgspec.structs.replace(result, meta=self._server_meta)
         return policy.finish_result(result, self._server_meta, settings)
@@ -227,7 +236,7 @@ class Dispatcher:
             if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
                 return internal_error(exc, f"handler for {method}", expose=expose, limit=limit)
             return bounded(exc, limit)
-        return to_wire_error(exc, policy, method, expose=expose, limit=limit)
+        return policy.wire_error(exc, method, expose=expose, limit=limit)
 
     async def _through_middleware(self, ctx: Context, innermost: CallNext) -> Any:
         chain = innermost
@@ -239,15 +248,16 @@ class Dispatcher:
         """The era of one request and who sent it. Raises -32022 for a modern version we
         do not speak, -32602 for a malformed modern ``_meta``, -32600 for a legacy
         request before ``initialize``."""
-        eras = self.registry.settings.eras
+        served = self.registry.settings.policies
         version = meta.get(meta_keys.PROTOCOL_VERSION)
-        if version is not None and eras != "legacy":  # modern _meta: even initialize is modern (-32601)
+        if version is not None and MODERN in served:  # modern _meta: even initialize is modern (-32601)
             return self._resolve_modern(version, meta)
-        if method == "initialize" or (method == "ping" and eras != "modern" and not session.initialized):
+        legacy = LEGACY in served
+        if method == "initialize" or (method == "ping" and legacy and not session.initialized):
             return _UNINITIALIZED
-        if session.initialized and eras != "modern":
+        if session.initialized and legacy:
             return LEGACY, session.protocol_version, session.client_capabilities, session.client_info, session.log_level
-        if eras == "modern" or method in LEGACY.foreign_methods:
+        if not legacy or method in LEGACY.foreign_methods:
             # only a modern request can mean this: it lacks its required _meta field
             raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {meta_keys.PROTOCOL_VERSION}")
         raise McpError(
@@ -278,7 +288,7 @@ class Dispatcher:
 
     def _initialize(self, raw: msgspec.Raw, session: Session) -> InitializeResult:
         params = _decode(raw, InitializeParams)
-        if self.registry.settings.eras == "modern":
+        if LEGACY not in self.registry.settings.policies:
             raise McpError(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version: this server speaks only " + ", ".join(MODERN_PROTOCOL_VERSIONS),
@@ -299,7 +309,7 @@ class Dispatcher:
             instructions=self.instructions,
         )
 
-    async def _discover(self, reg: Registry, ctx: Context, params: Any) -> DiscoverResult:
+    async def _discover(self, reg: Registry, ctx: Context, call: Call, params: Any) -> DiscoverResult:
         return DiscoverResult(
             supported_versions=self.supported_versions, capabilities=reg.modern_capabilities, instructions=self.instructions
         )

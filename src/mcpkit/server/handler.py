@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runtime.threads import call_handler, is_async_callable
-from .context import Context, callable_target, context_param
-from .injection import Provider, injected_params
+from .context import Context
+from .injection import Provider, callable_target, context_param, injected_params
 
 __all__ = ["FunctionHandler"]
 

@@ -1,4 +1,5 @@
-"""What a handler can ask for by type, besides its arguments (docs/lifespan.md).
+"""What a handler can ask for by type, besides its arguments (docs/lifespan.md), and
+how a handler function is looked at to know it.
 
 A handler parameter is filled by the server, not by the client, when its annotation is
 one of three types: :class:`~mcpkit.Context` (the request), :class:`~mcpkit.AccessToken`
@@ -11,12 +12,18 @@ caching is a framework of its own, and MCP handlers need exactly these three thi
 all of known types, all available on the Context. Resolving by annotation needs no
 extra syntax in the signature, keeps handlers plain functions that tests can call with
 their own values, and costs one dict lookup per parameter at registration.
+
+Handlers may be functions or callable objects (an object with ``__call__``, sync or
+async): :func:`callable_target` is what to read the signature and type hints of, and
+:func:`callable_name` the handler's default name.
 """
 
 from __future__ import annotations
 
 import collections.abc
 import contextlib
+import functools
+import inspect
 import types
 import typing
 from collections.abc import Callable
@@ -25,9 +32,53 @@ from typing import Any, Union
 from ..auth.identity import AccessToken
 from .context import Context
 
-__all__ = ["Provider", "providers", "injected_params", "lifespan_state_type"]
+__all__ = [
+    "Provider",
+    "providers",
+    "injected_params",
+    "lifespan_state_type",
+    "callable_target",
+    "callable_name",
+    "context_param",
+    "is_context_type",
+]
 
 Provider = Callable[[Context], Any]
+
+
+def callable_target(fn: Any) -> Any:
+    """What to introspect for ``fn``: the function itself, or the ``__call__`` of a
+    callable object."""
+    if inspect.isroutine(fn) or isinstance(fn, (type, functools.partial)) or not callable(fn):
+        return fn
+    return type(fn).__call__
+
+
+def callable_name(fn: Any) -> str:
+    """A handler's default name: its ``__name__``, or its class's for a callable object."""
+    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+def context_param(fn: Any, hints: dict[str, Any] | None = None) -> str | None:
+    """The name of the parameter of ``fn`` annotated to receive the :class:`~mcpkit.Context`
+    (None if none is, or if its hints cannot be resolved)."""
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(callable_target(fn))
+        except Exception:
+            return None
+    for name, tp in hints.items():
+        if name != "return" and is_context_type(tp):
+            return name
+    return None
+
+
+def is_context_type(tp: Any) -> bool:
+    """Whether a parameter annotated ``tp`` wants the :class:`~mcpkit.Context` injected
+    (``Context``, a subclass, or ``Context | None``)."""
+    if isinstance(tp, type):
+        return issubclass(tp, Context)
+    return any(isinstance(a, type) and issubclass(a, Context) for a in typing.get_args(tp))
 
 
 def _identity(ctx: Context) -> Any:

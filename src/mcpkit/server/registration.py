@@ -1,7 +1,9 @@
 """The registration API of :class:`~mcpkit.Server`: the decorators and methods that
 add, remove, hide and bring back tools, resources, templates, prompts, completions and
-middleware, as a mixin the facade (:mod:`.server`) inherits. What is registered is kept
-by :mod:`.registry`; describing a function is the work of :mod:`.features`.
+middleware. :class:`Registration` is the facade's base class (:mod:`.server`): it owns
+what is registered (the :class:`~.registry.Registry`) and the types handlers may ask
+for by annotation; describing a function as a tool, prompt or resource is the work of
+:mod:`.definitions`, which each registration hands its options.
 """
 
 from __future__ import annotations
@@ -9,46 +11,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, overload
 
-import msgspec
-
-from ..protocol.types import Icon, Resource, ResourceTemplate, ToolAnnotations
-from ..runtime.peer import check_timeout
-from .context import callable_name, callable_target
-from .features.prompts import PromptDef
-from .features.resources import ResourceDef, TemplateDef, is_valid_uri
-from .features.tools import tool_from_function, tool_from_schema
-from .injection import Provider
+from ..protocol.types import Icon, ToolAnnotations
+from .definitions.options import ToolOptions
+from .definitions.prompts import PromptDef
+from .definitions.resources import TemplateDef, resource_from_function
+from .definitions.tools import tool_from_function, tool_from_schema
+from .injection import Provider, callable_name
 from .registry import Middleware, Registry
-from .schema import parse_docstring
 from .tasks import task_mode
 
-__all__ = ["Registration", "check_limit"]
+__all__ = ["Registration"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _icons(icons: Sequence[Icon | Mapping[str, Any]] | None) -> list[Icon] | None:
-    """Icons as wire structs (a mapping is converted). Raises ``ValueError`` for one
-    without a ``src``."""
-    if not icons:
-        return None
-    try:
-        return [i if isinstance(i, Icon) else msgspec.convert(i, Icon) for i in icons]
-    except msgspec.ValidationError as exc:
-        raise ValueError(f"invalid icon: {exc}") from None
-
-
-def check_limit(seconds: float | None) -> float | None:
-    """A time limit in seconds (None: none). Raises ``ValueError`` unless positive."""
-    return None if seconds is None else check_timeout(seconds)
-
-
 class Registration:
-    """What :class:`~mcpkit.Server` offers, and how it changes: registering, removing,
-    hiding and bringing back features (a mixin; the server sets the attributes)."""
+    """What a server offers, and how it changes: registering, removing, hiding and
+    bringing back features. ``registry`` keeps them; ``providers`` are the types their
+    handlers may ask for besides the ``Context`` (docs/lifespan.md)."""
 
-    _registry: Registry
-    _providers: dict[type, Provider]
+    def __init__(self, registry: Registry, providers: dict[type, Provider]) -> None:
+        self._registry = registry
+        self._providers = providers
 
     def _add_scopes(self, kind: str, key: str, scopes: Sequence[str]) -> None:
         if isinstance(scopes, str):
@@ -139,22 +123,20 @@ class Registration:
         ``ValueError`` if a tool of that name exists, ``timeout`` is not positive or
         ``task`` is not one of those values.
         """
-        mode = task_mode(task)
+        options = ToolOptions(
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            structured_output=structured_output,
+            meta=meta,
+            icons=icons,
+            timeout=timeout,
+            task=task_mode(task),
+        )
 
         def register(f: F) -> F:
-            td = tool_from_function(
-                f,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                structured_output=structured_output,
-                meta=meta,
-                providers=self._providers,
-            )
-            td.timeout = check_limit(timeout)
-            td.task = mode
-            td.tool.icons = _icons(icons)
+            td = tool_from_function(f, options, self._providers)
             self._add_scopes("tool", td.name, scopes)
             self._registry.add_tool(td)
             return f
@@ -181,20 +163,18 @@ class Registration:
         otherwise). ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the
         validated arguments dict; ``task`` as for :meth:`~Server.tool`. Raises ``ValueError`` for
         an invalid schema or a duplicate name."""
-        mode = task_mode(task)
-        td = tool_from_schema(
-            name,
-            description,
-            input_schema,
-            handler,
+        options = ToolOptions(
+            name=name,
             title=title,
-            output_schema=output_schema,
+            description=description,
             annotations=annotations,
+            output_schema=output_schema,
             meta=meta,
+            icons=icons,
+            timeout=timeout,
+            task=task_mode(task),
         )
-        td.timeout = check_limit(timeout)
-        td.task = mode
-        td.tool.icons = _icons(icons)
+        td = tool_from_schema(input_schema, handler, options)
         self._add_scopes("tool", name, scopes)
         self._registry.add_tool(td)
 
@@ -220,34 +200,22 @@ class Registration:
 
         def register(fn: F) -> F:
             self._add_scopes("resource", uri, scopes)
-            summary, _ = parse_docstring(callable_target(fn).__doc__ or fn.__doc__)
-            desc = description if description is not None else summary
-            fn_name = name or callable_name(fn)
-            if "{" in uri:
-                tpl = ResourceTemplate(
-                    uri_template=uri,
-                    name=fn_name,
-                    title=title,
-                    description=desc,
-                    mime_type=mime_type,
-                    icons=_icons(icons),
-                    meta=meta,
-                )
-                self._registry.add_template(TemplateDef(tpl, fn, self._providers))
+            definition = resource_from_function(
+                uri,
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                meta=meta,
+                icons=icons,
+                providers=self._providers,
+            )
+            if isinstance(definition, TemplateDef):
+                self._registry.add_template(definition)
             else:
-                if not is_valid_uri(uri):
-                    raise ValueError(f"invalid resource URI {uri!r}")
-                res = Resource(
-                    uri=uri,
-                    name=fn_name,
-                    title=title,
-                    description=desc,
-                    mime_type=mime_type,
-                    size=size,
-                    icons=_icons(icons),
-                    meta=meta,
-                )
-                self._registry.add_resource(ResourceDef(res, fn, self._providers))
+                self._registry.add_resource(definition)
             return fn
 
         return register
@@ -285,8 +253,7 @@ class Registration:
 
         def register(f: F) -> F:
             self._add_scopes("prompt", name or callable_name(f), scopes)
-            pd = PromptDef(f, name=name, title=title, description=description, meta=meta, providers=self._providers)
-            pd.prompt.icons = _icons(icons)
+            pd = PromptDef(f, name=name, title=title, description=description, meta=meta, icons=icons, providers=self._providers)
             self._registry.add_prompt(pd)
             return f
 

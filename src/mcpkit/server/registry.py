@@ -1,34 +1,34 @@
 """What a server offers — tools, resources, templates, prompts, completions,
-middleware — and the settings its request handlers read. The :class:`Server` facade
-fills it; the dispatcher and the feature modules read it."""
+middleware, the scopes they require — and how that changes while serving (removing,
+hiding, bringing back, each change announced on the :class:`~.changes.ChangeHub`).
+The registration API (:mod:`.registration`) fills it with the definitions of
+:mod:`.definitions`; the dispatcher and the request handlers of :mod:`.features` read
+it, with the server's :class:`~.settings.Settings` and its task manager."""
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any
 
 import msgspec
 
 from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
-from ..protocol.request_state import StateSealer
 from ..protocol.tasks import TASKS_EXTENSION
 from ..stores.tasks import InMemoryTaskStore
 from .changes import ChangeHub
 from .context import Context
-from .features.prompts import PromptDef
-from .features.resources import ResourceDef, TemplateDef
-from .features.tools import ToolDef
+from .definitions.prompts import PromptDef
+from .definitions.resources import ResourceDef, TemplateDef
+from .definitions.tool_def import ToolDef
+from .settings import Settings
 from .tasks import TaskManager
 
-__all__ = ["Registry", "Settings", "Setting", "Middleware", "CallNext"]
+__all__ = ["Registry", "Middleware", "CallNext"]
 
 _LIST_OF = {"tool": "tools", "resource": "resources", "template": "resources", "prompt": "prompts"}
 
 
-T = TypeVar("T")
 CallNext = Callable[[], Awaitable[Any]]
 """What middleware awaits to run the rest of the chain: ``await call_next()`` runs the
 next middleware, or the request's handler, and returns its result (or raises what it
@@ -41,47 +41,6 @@ by raising, or change the result ``call_next()`` returns. What it raises is a pr
 error whatever the request: ``McpError`` as it is, any other exception as ``-32603``
 with a reference id (docs/errors.md). When the request is cancelled, the
 ``CancelledError`` comes out of ``call_next()``: let it propagate."""
-
-
-@dataclasses.dataclass(slots=True)
-class Settings:
-    """The server options request handling reads (validated by ``Server``)."""
-
-    eras: Literal["dual", "modern", "legacy"] = "dual"
-    expose_internal_errors: bool = False
-    mask_tool_errors: bool = False
-    max_error_text: int = 1024
-    page_size: int = 1000
-    cache_ttl_ms: int = 0
-    cache_scope: Literal["public", "private"] = "private"
-    #: Seconds a tool may run unless it sets its own limit (None: no limit).
-    tool_timeout: float | None = None
-    #: Seconds a handler waits for the client's answer to a legacy-era question.
-    ask_timeout: float = 300.0
-    #: Signs and checks modern-era ``requestState`` (set by ``Server``).
-    state_sealer: StateSealer = dataclasses.field(default_factory=lambda: StateSealer(os.urandom(32), 600.0))
-
-
-class Setting(Generic[T]):
-    """A ``Server`` attribute kept in its :class:`Settings`, where request handling
-    reads it: changing the attribute changes what later requests see."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, objtype: type | None = None) -> Setting[T]: ...
-
-    @overload
-    def __get__(self, obj: Any, objtype: type | None = None) -> T: ...
-
-    def __get__(self, obj: Any | None, objtype: type | None = None) -> T | Setting[T]:
-        if obj is None:
-            return self
-        return getattr(obj._registry.settings, self.name)  # type: ignore[no-any-return]
-
-    def __set__(self, obj: Any, value: T) -> None:
-        setattr(obj._registry.settings, self.name, value)
 
 
 class Registry:
@@ -110,6 +69,8 @@ class Registry:
     # --- registration -------------------------------------------------------------------------
 
     def add_tool(self, td: ToolDef) -> None:
+        """Offer the tool ``td`` (its ``x-mcp-header`` rules read once, here). Raises
+        ``ValueError`` for a duplicate name or malformed ``x-mcp-header`` annotations."""
         if td.name in self.tools:
             raise ValueError(f"a tool named {td.name!r} is already registered")
         rules: HeaderRules = {}
@@ -123,6 +84,7 @@ class Registry:
         self.hub.list_changed("tools")
 
     def add_resource(self, rd: ResourceDef) -> None:
+        """Offer the resource ``rd``. Raises ``ValueError`` for a duplicate URI."""
         uri = rd.resource.uri
         if uri in self.resources:
             raise ValueError(f"a resource with URI {uri!r} is already registered")
@@ -130,10 +92,12 @@ class Registry:
         self.hub.list_changed("resources")
 
     def add_template(self, td: TemplateDef) -> None:
+        """Offer the resource template ``td`` (templates are matched in this order)."""
         self.templates.append(td)
         self.hub.list_changed("resources")
 
     def add_prompt(self, pd: PromptDef) -> None:
+        """Offer the prompt ``pd``. Raises ``ValueError`` for a duplicate name."""
         if pd.prompt.name in self.prompts:
             raise ValueError(f"a prompt named {pd.prompt.name!r} is already registered")
         self.prompts[pd.prompt.name] = pd

@@ -1,9 +1,10 @@
 """The :class:`Server` facade: options, what transports ask, and serving.
 
 The work happens elsewhere in this package: :mod:`.registration` is the registration
-API the facade inherits, :mod:`.registry` keeps what is registered, :mod:`.dispatch`
-serves each request in its era, :mod:`.features` holds the request handlers per
-feature, :mod:`.context` is what handlers see.
+API, the facade's base class; :mod:`.registry` keeps what is registered (the
+definitions of :mod:`.definitions`) and :mod:`.settings` the options serving reads;
+:mod:`.dispatch` serves each request in its era, with the request handlers per feature
+of :mod:`.features`; :mod:`.context` is what handlers see.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from ..protocol.eras import MODERN
 from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
@@ -34,9 +36,10 @@ from .changes import ChangeHub, Subscriber
 from .dispatch import Dispatcher
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
-from .registration import Registration, check_limit
-from .registry import CallNext, Middleware, Registry, Setting, Settings
+from .registration import Registration
+from .registry import CallNext, Middleware, Registry
 from .session import Session
+from .settings import Setting, Settings, check_limit
 from .tasks import TaskManager
 
 if TYPE_CHECKING:
@@ -158,6 +161,7 @@ class Server(Registration):
             tool_timeout=check_limit(tool_timeout),
             state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
         )
+        settings.hold(self)
         hub = ChangeHub(bus if bus is not None else InMemoryBus())
         tasks = TaskManager(
             task_store if task_store is not None else InMemoryTaskStore(),
@@ -166,15 +170,13 @@ class Server(Registration):
             ttl=check_timeout(task_ttl),
             poll_interval=check_timeout(task_poll_interval),
         )
-        self._registry = Registry(settings, hub, tasks)
+        super().__init__(Registry(settings, hub, tasks), providers(lifespan_state_type(lifespan)))
         self._lifespan = LifespanRunner(self, lifespan)
         self._dispatcher = Dispatcher(self._registry, self.info, instructions, self._lifespan)
         if check_tracing(tracing) is not False:  # a span per request (docs/tracing.md)
             self._dispatcher.handle = trace_server_requests(  # type: ignore[method-assign,assignment]
-                self._dispatcher.handle, tracing, lambda: self.eras != "legacy"
+                self._dispatcher.handle, tracing, lambda: MODERN in settings.policies
             )
-        #: The types handlers may ask for by annotation (docs/lifespan.md).
-        self._providers = providers(lifespan_state_type(lifespan))
 
     # --- authorization (docs/auth.md) --------------------------------------------------
 
@@ -243,7 +245,7 @@ class Server(Registration):
 
     def speaks(self, era: Era) -> bool:
         """Whether this server serves clients of ``era``."""
-        return self.eras in ("dual", era)
+        return any(policy.name == era for policy in self._registry.settings.policies)
 
     def new_session(self) -> Session:
         """Fresh per-connection protocol state."""

@@ -24,29 +24,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 from ..auth.identity import CURRENT
-from ..protocol.eras import MODERN
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, flatten_text
 from ..protocol.interactive import InputRequest
 from ..protocol.tasks import TASK_RESULT, TERMINAL_STATUSES, Task, declares_tasks, missing_tasks_extension
 from ..protocol.types import CallToolResult, Result
-from ..protocol.wire_errors import bounded, internal_error, to_wire_error
-from ..runtime.outbound import DROP
+from ..protocol.wire_errors import bounded, internal_error
 from ..stores.tasks import TaskRecord, TaskStore, TaskStoreFull
 from .changes import ChangeHub
-from .interaction import TaskAsker
+from .context import Call, Context
+from .interaction import Asker, TaskAsker
+from .settings import Settings
 
-if TYPE_CHECKING:
-    from .context import Context
-    from .registry import Settings
-
-__all__ = ["TaskManager", "TaskHook", "NoTask", "TaskMode", "task_mode", "MAX_WATCHED_TASKS"]
+__all__ = ["TaskManager", "TaskOffer", "NoTask", "RunningTask", "TaskMode", "task_mode", "MAX_WATCHED_TASKS"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -90,107 +86,106 @@ def _principal() -> str | None:
     return identity.principal if identity is not None else None
 
 
-class _Running:
-    """A task whose handler runs in this process: its latest record, its handler's
-    asyncio task, its questions, and the handler's context."""
+class RunningTask:
+    """A task whose record this process writes: its latest record, and — when its
+    handler runs here — the call it serves, the handler's asyncio task and the asker of
+    its questions (whose changes make the task ``input_required`` or ``working``)."""
 
-    __slots__ = ("asker", "ctx", "record", "work")
+    __slots__ = ("asker", "call", "manager", "record", "work")
 
-    def questions_changed(self, manager: TaskManager) -> Callable[[dict[str, Any] | None], Awaitable[None]]:
-        """What the task's :class:`TaskAsker` calls when its open questions change: the
-        task is ``input_required`` with them, or ``working`` again without."""
-
-        async def publish(questions: dict[str, Any] | None) -> None:
-            if questions:
-                await manager._commit(self, status="input_required", status_message=_WAITING, input_requests=questions)
-            else:
-                await manager._commit(self, status="working", status_message=None, input_requests=None)
-
-        return publish
-
-    def __init__(self, record: TaskRecord, ctx: Context) -> None:
+    def __init__(self, manager: TaskManager, record: TaskRecord, call: Call | None) -> None:
+        self.manager = manager
         self.record = record
-        self.ctx = ctx
+        self.call = call
         self.work: asyncio.Task[Any] | None = None
-        self.asker: TaskAsker | None = None
+        self.asker = TaskAsker(self._questions_changed)
+
+    @property
+    def task_id(self) -> str:
+        return self.record.task_id
+
+    async def _questions_changed(self, questions: dict[str, Any] | None) -> None:
+        if questions:
+            await self.manager.commit(self, status="input_required", status_message=_WAITING, input_requests=questions)
+        else:
+            await self.manager.commit(self, status="working", status_message=None, input_requests=None)
 
 
 class NoTask:
-    """What a task tool's :class:`~mcpkit.Context` holds when the call cannot become a
-    task (the client did not declare the extension, the store is full): ``error`` says
-    why, to ``ctx.start_task(required=True)``."""
+    """The :class:`~mcpkit.server.context.TaskHook` of a task tool's call that cannot
+    become a task (the client did not declare the extension, the store is full):
+    ``error`` says why, to ``ctx.start_task(required=True)``."""
 
     task_id: None = None
 
     def __init__(self, error: McpError) -> None:
         self._error = error
 
-    async def start(self, required: bool) -> bool:
-        """False; with ``required``, raises the reason."""
+    async def start(self, required: bool) -> Asker | None:
+        """None; with ``required``, raises the reason."""
         if required:
             raise self._error
-        return False
+        return None
+
+    async def report(self, message: str) -> None:
+        """Nothing: there is no task to report to."""
 
 
-class TaskHook:
-    """What a task tool's :class:`~mcpkit.Context` holds when the client declared the
-    extension: how the call becomes a task (:meth:`start`)."""
+class TaskOffer:
+    """The :class:`~mcpkit.server.context.TaskHook` of a task tool's call when the
+    client declared the extension: how the call becomes a task (:meth:`start`), and
+    what the manager waits on meanwhile (``detached``, ``work``)."""
 
-    def __init__(self, manager: TaskManager, ctx: Context) -> None:
+    def __init__(self, manager: TaskManager, call: Call) -> None:
         self._manager = manager
-        self._ctx = ctx
+        self._call = call
         self.task_id: str | None = None
         #: Set once the call is a task: it can be answered with the task's handle.
         self.detached: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: The asyncio task running the handler, when it runs on one of its own.
         self.work: asyncio.Task[Any] | None = None
-        self._running: _Running | None = None
+        self._running: RunningTask | None = None
 
-    async def start(self, required: bool) -> bool:
-        """Make the call a task (once): write it to the store, switch the handler's
-        questions to ``tasks/update`` and its notifications off. Returns False if the
-        store is full (the call goes on as a plain call); with ``required``, raises
-        ``McpError(-32603)`` (HTTP 503) instead."""
-        if self.task_id is not None:
-            return True
-        manager = self._manager
-        record = manager._new_record()
+    async def start(self, required: bool) -> Asker | None:
+        """Make the call a task (once): write it to the store and return the asker of
+        its questions (``tasks/update``). Returns None if the store is full (the call
+        goes on as a plain call); with ``required``, raises ``McpError(-32603)`` (HTTP
+        503) instead. Cancelled while the store writes, the call stays a plain call."""
+        if self._running is not None:
+            return self._running.asker
         try:
-            await manager.store.create(record)
+            running = await self._manager.open(self._call)
         except TaskStoreFull as exc:
             log.warning("no task created: %s", exc)
             if required:
                 raise _full() from None
-            return False
-        running = self._running = _Running(record, self._ctx)
-        running.asker = TaskAsker(running.questions_changed(manager))
-        self.task_id = record.task_id
-        self._ctx._asker = running.asker
-        self._ctx._outbound = DROP  # progress and log messages are not sent for tasks
-        manager._running[record.task_id] = running
+            return None
+        self._running = running
+        self.task_id = running.task_id
         if self.work is not None:
             self.adopt(self.work)
         if not self.detached.done():
             self.detached.set_result(None)
-        return True
+        return running.asker
 
     def adopt(self, work: asyncio.Task[Any]) -> None:
-        """The handler runs on ``work``: watch it until it ends."""
+        """The handler runs on ``work``: once the call is a task, watch it until it ends."""
         self.work = work
-        if self._running is not None and self._running.work is None:
-            self._running.work = work
-            self._manager._watch(self._running)
+        running = self._running
+        if running is not None and running.work is None:
+            running.work = work
+            self._manager.watch(running)
 
     def created(self) -> Task:
         """The ``CreateTaskResult`` answering the call."""
         assert self._running is not None
-        return self._manager._view(self._running.record, TASK_RESULT)
+        return self._manager.view(self._running.record, TASK_RESULT)
 
     async def report(self, message: str) -> None:
         """The handler's progress: the task's status message."""
         running = self._running
         if running is not None and running.record.status == "working":
-            await self._manager._commit(running, status_message=message)
+            await self._manager.commit(running, status_message=message)
 
 
 class TaskManager:
@@ -206,53 +201,59 @@ class TaskManager:
         self.settings = settings
         self.ttl = ttl
         self.poll_interval = poll_interval
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, RunningTask] = {}
         self._watching: set[asyncio.Task[None]] = set()
 
     @staticmethod
-    def offered(ctx: Context) -> bool:
-        """Whether this request may become a task: modern era, extension declared."""
-        return ctx.era == "modern" and declares_tasks(ctx.client_capabilities)
+    def offered(ctx: Context, call: Call) -> bool:
+        """Whether this request may become a task: its era has the extension, and the
+        client declared it."""
+        return call.policy.tasks_extension and declares_tasks(ctx.client_capabilities)
 
     # --- creating and running --------------------------------------------------------------------
 
     async def call_tool(
-        self, mode: TaskMode, name: str, ctx: Context, run: Callable[[], Coroutine[Any, Any, CallToolResult]]
+        self, mode: TaskMode, name: str, ctx: Context, call: Call, run: Callable[[], Coroutine[Any, Any, CallToolResult]]
     ) -> Result:
         """``tools/call`` of task tool ``name`` (``mode`` not None): ``run()`` runs it.
         Returns its result, or the task's handle when the call became a task. Raises
         -32021 for a ``"required"`` tool and a client that did not declare the extension,
-        -32603 (HTTP 503) for one when the store is full."""
-        if not self.offered(ctx):
+        -32603 (HTTP 503) for one when the store is full. Cancelled before the call
+        became a task, the handler is cancelled; after, it goes on (``tasks/cancel``
+        stops it)."""
+        if not self.offered(ctx, call):
             missing = missing_tasks_extension(f"tool {flatten_text(name, 256)!r}")
             if mode == "required":
                 raise missing
-            ctx._task_hook = NoTask(missing)
+            call.task = NoTask(missing)
             return await run()
-        hook = ctx._task_hook = TaskHook(self, ctx)
+        offer = TaskOffer(self, call)
+        call.task = offer
         if mode != "deferred":
-            if not await hook.start(required=mode == "required"):
-                ctx._task_hook = NoTask(_full())
+            if not await ctx.start_task(required=mode == "required"):
+                call.task = NoTask(_full())
                 return await run()
-            hook.adopt(asyncio.get_running_loop().create_task(run(), name="mcpkit-task"))
-            return hook.created()
-        work = hook.work = asyncio.get_running_loop().create_task(run(), name="mcpkit-tool")
+            offer.adopt(asyncio.get_running_loop().create_task(run(), name="mcpkit-task"))
+            return offer.created()
+        work = offer.work = asyncio.get_running_loop().create_task(run(), name="mcpkit-tool")
         try:
-            await asyncio.wait((work, hook.detached), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((work, offer.detached), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            if not hook.detached.done():  # cancelled before it became a task: the call is over
+            if not offer.detached.done():  # cancelled before it became a task: the call is over
                 work.cancel()
             raise
-        if hook.detached.done():
-            return hook.created()
+        if offer.detached.done():
+            return offer.created()
         result: CallToolResult = work.result()
         return result
 
-    def _new_record(self) -> TaskRecord:
+    async def open(self, call: Call) -> RunningTask:
+        """A new task for ``call``, written to the store and known here as running.
+        Raises :class:`~mcpkit.stores.tasks.TaskStoreFull` when the store is full."""
         import secrets  # not at import time: it pulls in hashlib and random
 
         now = time.time()
-        return TaskRecord(
+        record = TaskRecord(
             task_id=secrets.token_urlsafe(18),
             status="working",
             created_at=now,
@@ -261,13 +262,17 @@ class TaskManager:
             poll_interval=self.poll_interval,
             owner=_principal(),
         )
+        await self.store.create(record)
+        running = self._running[record.task_id] = RunningTask(self, record, call)
+        return running
 
-    def _watch(self, running: _Running) -> None:
+    def watch(self, running: RunningTask) -> None:
+        """Supervise ``running``'s handler (its ``work``) on a task of its own, until it ends."""
         task = asyncio.get_running_loop().create_task(self._supervise(running), name="mcpkit-task-supervisor")
         self._watching.add(task)
         task.add_done_callback(self._watching.discard)
 
-    async def _supervise(self, running: _Running) -> None:
+    async def _supervise(self, running: RunningTask) -> None:
         """Wait for the handler (within the task's time to live), then record how it
         ended. Cancelled with the server: the handler is cancelled too."""
         work = running.work
@@ -275,7 +280,7 @@ class TaskManager:
         try:
             done, _ = await asyncio.wait({work}, timeout=max(running.record.expires_at - time.time(), 0.0))
             if not done:  # past its time to live: the store forgets it, nobody will ask
-                log.info("task %s outlived its time to live and was cancelled", running.record.task_id)
+                log.info("task %s outlived its time to live and was cancelled", running.task_id)
                 work.cancel()
                 await asyncio.wait({work})
             await self._conclude(running, work)
@@ -283,34 +288,35 @@ class TaskManager:
             work.cancel()
             raise
         finally:
-            self._running.pop(running.record.task_id, None)
-            running.ctx._task_hook = None
-            running.ctx._finish()
+            self._running.pop(running.task_id, None)
+            if running.call is not None:
+                running.call.end_task()
 
-    async def _conclude(self, running: _Running, work: asyncio.Task[Any]) -> None:
+    async def _conclude(self, running: RunningTask, work: asyncio.Task[Any]) -> None:
         changes: dict[str, Any]
         if work.cancelled():
             changes = {"status": "cancelled", "status_message": "The task was cancelled"}
         elif (exc := work.exception()) is not None:
-            error = self._error(exc)
+            error = self._error(exc, running)
             changes = {"status": "failed", "status_message": error.message, "error": error.to_wire()}
         else:
             result = work.result()
             if isinstance(result, Result):
                 result = msgspec.structs.replace(result, result_type="complete")
             changes = {"status": "completed", "status_message": None, "result": msgspec.to_builtins(result)}
-        await self._commit(running, input_requests=None, **changes)
+        await self.commit(running, input_requests=None, **changes)
 
-    def _error(self, exc: BaseException) -> McpError:
+    def _error(self, exc: BaseException, running: RunningTask) -> McpError:
         """The JSON-RPC error a task's handler ended with (as the dispatcher maps it)."""
         expose, limit = self.settings.expose_internal_errors, self.settings.max_error_text
         if isinstance(exc, McpError):
             if exc.local:
                 return internal_error(exc, "task handler for tools/call", expose=expose, limit=limit)
             return bounded(exc, limit)
-        return to_wire_error(exc, MODERN, "tools/call", expose=expose, limit=limit)
+        assert running.call is not None  # a handler that ran here
+        return running.call.policy.wire_error(exc, "tools/call", expose=expose, limit=limit)
 
-    async def _commit(self, running: _Running, **changes: Any) -> None:
+    async def commit(self, running: RunningTask, **changes: Any) -> None:
         """Save a new record of ``running`` with ``changes`` and tell its listeners. A
         terminal record is never changed again."""
         old = running.record
@@ -318,46 +324,49 @@ class TaskManager:
             return
         running.record = record = msgspec.structs.replace(old, updated_at=time.time(), version=old.version + 1, **changes)
         await self.store.save(record)
-        self.hub.task_changed(record.task_id, _encode(self._view(record)))
+        self.hub.task_changed(record.task_id, _encode(self.view(record)))
 
     # --- the extension's requests ------------------------------------------------------------
 
-    async def _find(self, ctx: Context, task_id: str) -> TaskRecord:
+    async def _find(self, ctx: Context, call: Call, task_id: str) -> TaskRecord:
         """The task ``task_id`` as its owner may see it. Raises -32021 for a client that
         did not declare the extension, -32602 for a task that is unknown, expired, or
         someone else's."""
-        if not self.offered(ctx):
+        if not self.offered(ctx, call):
             raise missing_tasks_extension("tasks/*")
         record = await self.store.get(task_id)
         if record is None or record.owner != _principal():
             raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found (or expired)", status=400)
         return record
 
-    async def get(self, ctx: Context, task_id: str) -> Task:
-        """``tasks/get``: the task's state, its questions, result or error inlined."""
-        return self._view(await self._find(ctx, task_id))
+    async def get(self, ctx: Context, call: Call, task_id: str) -> Task:
+        """``tasks/get``: the task's state, its questions, result or error inlined.
+        Raises as :meth:`_find` does."""
+        return self.view(await self._find(ctx, call, task_id))
 
-    async def update(self, ctx: Context, task_id: str, responses: dict[str, Any]) -> None:
+    async def update(self, ctx: Context, call: Call, task_id: str, responses: dict[str, Any]) -> None:
         """``tasks/update``: answers to the task's questions (see :meth:`TaskAsker.answer`).
-        Answers to a task whose handler runs in another process are dropped."""
-        await self._find(ctx, task_id)
+        Answers to a task whose handler runs in another process are dropped. Raises as
+        :meth:`_find` does, and -32602 for an answer of the wrong shape."""
+        await self._find(ctx, call, task_id)
         running = self._running.get(task_id)
-        if running is not None and running.asker is not None:
+        if running is not None:
             await running.asker.answer(responses)
 
-    async def cancel(self, ctx: Context, task_id: str) -> None:
+    async def cancel(self, ctx: Context, call: Call, task_id: str) -> None:
         """``tasks/cancel``: cancel the handler (it becomes ``cancelled`` when it stops);
         a terminal task is left as it is. A task no process runs any more (its handler
-        was lost with a restarted server) is marked cancelled at once."""
-        record = await self._find(ctx, task_id)
+        was lost with a restarted server) is marked cancelled at once. Raises as
+        :meth:`_find` does."""
+        record = await self._find(ctx, call, task_id)
         running = self._running.get(task_id)
         if running is not None and running.work is not None:
             running.work.cancel()
         elif record.status not in TERMINAL_STATUSES and running is None:
-            orphan = _Running(record, ctx)
-            await self._commit(orphan, status="cancelled", status_message="The task was cancelled", input_requests=None)
+            orphan = RunningTask(self, record, None)
+            await self.commit(orphan, status="cancelled", status_message="The task was cancelled", input_requests=None)
 
-    async def visible(self, ctx: Context, task_ids: Iterable[str]) -> list[str]:
+    async def visible(self, task_ids: Iterable[str]) -> list[str]:
         """The ids among ``task_ids`` of tasks this client may watch (known, its own)."""
         principal = _principal()
         found = []
@@ -367,7 +376,7 @@ class TaskManager:
                 found.append(task_id)
         return found
 
-    def _view(self, record: TaskRecord, result_type: str | None = None) -> Task:
+    def view(self, record: TaskRecord, result_type: str | None = None) -> Task:
         """``record`` as the wire's task (``result_type`` "task" for a ``CreateTaskResult``)."""
         inline = result_type is None
         return Task(

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ...protocol.types import CompleteParams, CompleteResult, Completion
 from ...runtime.threads import call_handler, is_async_callable
-from ..context import Context
-
-if TYPE_CHECKING:
-    from ..registry import Registry
+from ..context import Call, Context
+from ..registry import Registry
 
 __all__ = ["complete"]
 
@@ -18,7 +14,11 @@ __all__ = ["complete"]
 MAX_VALUES = 100
 
 
-async def complete(reg: Registry, ctx: Context, params: CompleteParams) -> CompleteResult:
+async def complete(reg: Registry, ctx: Context, call: Call, params: CompleteParams) -> CompleteResult:
+    """The completion handler's values for one argument (at most :data:`MAX_VALUES`;
+    none without a handler). Raises -32602 for an unknown prompt, template or reference
+    type, and what the handler raised; cancellation propagates (a plain ``def`` handler
+    runs on to its end)."""
     ref = params.ref
     if ref.type == "ref/prompt":
         key = ("ref/prompt", ref.name or "")

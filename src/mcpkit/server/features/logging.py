@@ -3,20 +3,17 @@ their level in each request's ``_meta`` instead; :class:`~mcpkit.Context` applie
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...protocol.types import EmptyResult, SetLevelParams
-from ..context import Context
+from ..context import Call, Context
+from ..registry import Registry
 from ..session import Session
-
-if TYPE_CHECKING:
-    from ..registry import Registry
 
 __all__ = ["set_level"]
 
 
-async def set_level(reg: Registry, ctx: Context, params: SetLevelParams) -> EmptyResult:
-    session = ctx._session
+async def set_level(reg: Registry, ctx: Context, call: Call, params: SetLevelParams) -> EmptyResult:
+    """The connection's log level from now on (its later requests' contexts apply it)."""
+    session = call.session
     if isinstance(session, Session):
         session.log_level = params.level
     return EmptyResult()

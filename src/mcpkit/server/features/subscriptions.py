@@ -13,7 +13,7 @@ server shuts down (then it is answered, the graceful end).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
@@ -21,12 +21,10 @@ from ...protocol.errors import INVALID_PARAMS, McpError, echo, flatten_text
 from ...protocol.tasks import declares_tasks, missing_tasks_extension
 from ...protocol.types import EmptyResult, Params, ReadResourceParams
 from ..changes import Subscriber
-from ..context import Context
+from ..context import Call, Context
+from ..registry import Registry
 from ..session import Session
 from ..tasks import MAX_WATCHED_TASKS
-
-if TYPE_CHECKING:
-    from ..registry import Registry
 
 __all__ = ["subscribe", "unsubscribe", "listen", "ListenParams", "SUBSCRIPTION_ID", "RESOURCE_NOT_FOUND"]
 
@@ -60,10 +58,11 @@ def _known(reg: Registry, uri: str) -> None:
         raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {flatten_text(uri, 256)}", {"uri": echo(uri)})
 
 
-async def subscribe(reg: Registry, ctx: Context, params: ReadResourceParams) -> EmptyResult:
-    """Legacy: watch ``uri`` on this connection. Raises -32002 for an unknown resource."""
+async def subscribe(reg: Registry, ctx: Context, call: Call, params: ReadResourceParams) -> EmptyResult:
+    """Legacy: watch ``uri`` on this connection. Raises -32002 for an unknown resource,
+    -32602 past :data:`MAX_URIS` on one connection."""
     _known(reg, params.uri)
-    session = ctx._session
+    session = call.session
     if isinstance(session, Session):
         if len(session.resource_uris) >= MAX_URIS and params.uri not in session.resource_uris:
             raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_URIS} subscribed resources per session")
@@ -71,15 +70,15 @@ async def subscribe(reg: Registry, ctx: Context, params: ReadResourceParams) -> 
     return EmptyResult()
 
 
-async def unsubscribe(reg: Registry, ctx: Context, params: ReadResourceParams) -> EmptyResult:
+async def unsubscribe(reg: Registry, ctx: Context, call: Call, params: ReadResourceParams) -> EmptyResult:
     """Legacy: stop watching ``uri`` (not an error if it was not watched)."""
-    session = ctx._session
+    session = call.session
     if isinstance(session, Session):
         session.resource_uris.discard(params.uri)
     return EmptyResult()
 
 
-async def listen(reg: Registry, ctx: Context, params: ListenParams) -> Any:
+async def listen(reg: Registry, ctx: Context, call: Call, params: ListenParams) -> Any:
     """Modern: acknowledge, then deliver what the filter names until cancelled (no
     response) or until the server shuts down (a result, the graceful end). Raises
     ``McpError(-32602)`` for more than :data:`MAX_URIS` resources or
@@ -95,14 +94,14 @@ async def listen(reg: Registry, ctx: Context, params: ListenParams) -> Any:
             raise missing_tasks_extension("notifications/tasks")
         if len(wanted.task_ids) > MAX_WATCHED_TASKS:
             raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_WATCHED_TASKS} taskIds per subscription")
-        task_ids = await reg.tasks.visible(ctx, wanted.task_ids)
+        task_ids = await reg.tasks.visible(wanted.task_ids)
     meta = {SUBSCRIPTION_ID: ctx.request_id}
     honored: dict[str, Any] = {field: True for field, (_, attr) in _LIST_FIELDS.items() if getattr(wanted, attr)}
     if uris:
         honored["resourceSubscriptions"] = uris
     if wanted.task_ids:
         honored["taskIds"] = task_ids
-    outbound = ctx._outbound
+    outbound = call.outbound
 
     def emit(method: str, body: dict[str, Any]) -> None:
         outbound.notify(method, {**body, "_meta": meta})
@@ -114,8 +113,8 @@ async def listen(reg: Registry, ctx: Context, params: ListenParams) -> Any:
     hub.add(subscriber)
     closing = asyncio.ensure_future(hub.wait_closing())
     ends: set[asyncio.Future[None]] = {closing}
-    if isinstance(ctx._session, Session):
-        ends.add(ctx._session.ended())  # the connection (stdio, memory) has gone
+    if isinstance(call.session, Session):
+        ends.add(call.session.ended())  # the connection (stdio, memory) has gone
     try:
         await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -9,30 +9,26 @@ of ``tasks/update`` and ``tasks/cancel`` are empty results.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...protocol.tasks import Task, TaskIdParams, UpdateTaskParams
 from ...protocol.types import EmptyResult
-from ..context import Context
-
-if TYPE_CHECKING:
-    from ..registry import Registry
+from ..context import Call, Context
+from ..registry import Registry
 
 __all__ = ["get_task", "update_task", "cancel_task"]
 
 
-async def get_task(reg: Registry, ctx: Context, params: TaskIdParams) -> Task:
+async def get_task(reg: Registry, ctx: Context, call: Call, params: TaskIdParams) -> Task:
     """``tasks/get``: the task's status; its questions, result or error inlined."""
-    return await reg.tasks.get(ctx, params.task_id)
+    return await reg.tasks.get(ctx, call, params.task_id)
 
 
-async def update_task(reg: Registry, ctx: Context, params: UpdateTaskParams) -> EmptyResult:
+async def update_task(reg: Registry, ctx: Context, call: Call, params: UpdateTaskParams) -> EmptyResult:
     """``tasks/update``: answers to the task's questions; unknown keys are ignored."""
-    await reg.tasks.update(ctx, params.task_id, params.input_responses)
+    await reg.tasks.update(ctx, call, params.task_id, params.input_responses)
     return EmptyResult()
 
 
-async def cancel_task(reg: Registry, ctx: Context, params: TaskIdParams) -> EmptyResult:
+async def cancel_task(reg: Registry, ctx: Context, call: Call, params: TaskIdParams) -> EmptyResult:
     """``tasks/cancel``: cooperative; acknowledged at once, terminal tasks included."""
-    await reg.tasks.cancel(ctx, params.task_id)
+    await reg.tasks.cancel(ctx, call, params.task_id)
     return EmptyResult()

@@ -1,239 +1,31 @@
-"""Tools: describing a function or a raw JSON Schema as a tool (its input and output
-schemas), and the ``tools/list`` and ``tools/call`` requests. A registered tool and
-calling it (:class:`ToolDef`, :func:`to_call_result`) are in :mod:`.tool_def`,
-re-exported here.
-"""
+"""The ``tools/list`` and ``tools/call`` requests. A registered tool and calling it are
+:mod:`mcpkit.server.definitions.tool_def`'s; a task tool's call is handed to the
+server's task manager (:mod:`mcpkit.server.tasks`)."""
 
 from __future__ import annotations
 
-import inspect
-import typing
-from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from collections.abc import Coroutine
+from typing import Any
 
 from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
-from ...protocol.types import (
-    CallToolParams,
-    CallToolResult,
-    CursorParams,
-    ListToolsResult,
-    Result,
-    Tool,
-    ToolAnnotations,
-)
-from ..context import Context, callable_name, callable_target, context_param
-from ..injection import Provider, injected_params
-from ..schema import converter_for, is_structured, parse_docstring, type_schema
-from ..validate import SchemaError
-from .tool_def import CONTENT_TYPES, ToolDef, to_call_result
+from ...protocol.types import CallToolParams, CallToolResult, CursorParams, ListToolsResult, Result
+from ..context import Call, Context
+from ..registry import Registry
 
-if TYPE_CHECKING:
-    from ..registry import Registry
-
-__all__ = ["ToolDef", "tool_from_function", "tool_from_schema", "to_call_result", "list_tools", "call_tool"]
-
-_json = msgspec.json.Encoder()
+__all__ = ["list_tools", "call_tool"]
 
 
-def tool_from_function(
-    fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    annotations: ToolAnnotations | Mapping[str, Any] | None = None,
-    structured_output: bool | None = None,
-    meta: dict[str, Any] | None = None,
-    providers: dict[type, Provider] | None = None,
-) -> ToolDef:
-    """Describe a plain or async function as a tool.
-
-    The input schema comes from the parameters' type hints (a ``Context``-typed
-    parameter is injected, not described), descriptions from the docstring, and an
-    output schema from the return annotation when it is a structured type (or when
-    ``structured_output=True``). Raises ``TypeError`` for signatures that cannot be
-    described (positional-only parameters, un-JSON-able types).
-    """
-    sig = inspect.signature(fn)
-    target = callable_target(fn)
-    fn_name = callable_name(fn)
-    try:
-        hints = typing.get_type_hints(target, include_extras=True)
-    except Exception as exc:
-        raise TypeError(f"cannot resolve type hints of {fn!r}: {exc}") from None
-    ctx_param = context_param(fn, hints)
-    injected = injected_params(hints, providers or {})
-    summary, param_docs = parse_docstring(target.__doc__ or fn.__doc__)
-    skip = {ctx_param, *injected} - {None}
-    input_schema, converters, var_kwargs = _input_schema(sig, hints, skip, param_docs, fn_name)
-    output_schema, wrap = _output_schema(hints.get("return", inspect.Parameter.empty), structured_output)
-    if isinstance(annotations, Mapping):
-        annotations = msgspec.convert(annotations, ToolAnnotations, from_attributes=False)
-    tool = Tool(
-        name=name or fn_name,
-        title=title,
-        description=description if description is not None else summary,
-        input_schema=input_schema,
-        output_schema=output_schema,
-        annotations=annotations,
-        meta=meta,
-    )
-    td = ToolDef(tool, fn, raw=False, context_param=ctx_param, params=converters, var_kwargs=var_kwargs, wrap_result=wrap)
-    td.injected = injected
-    return td
-
-
-def _input_schema(
-    sig: inspect.Signature, hints: dict[str, Any], skip: set[str | None], param_docs: dict[str, str], fn_name: str
-) -> tuple[dict[str, Any], dict[str, Callable[[Any], Any] | None], bool]:
-    """The input schema of a function's parameters, a converter per parameter, and
-    whether it takes ``**kwargs``. Raises ``TypeError`` as :func:`tool_from_function`."""
-    defs: dict[str, Any] = {}
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    converters: dict[str, Callable[[Any], Any] | None] = {}
-    var_kwargs = False
-    for pname, p in sig.parameters.items():
-        if pname in skip:  # filled by the server, not by the client
-            continue
-        if p.kind is p.VAR_KEYWORD:
-            var_kwargs = True
-            continue
-        if p.kind is p.VAR_POSITIONAL:
-            continue
-        if p.kind is p.POSITIONAL_ONLY:
-            raise TypeError(f"tool parameter {pname!r} of {fn_name} is positional-only; tools take named arguments")
-        tp = hints.get(pname, Any)
-        try:
-            schema = type_schema(tp, defs)
-        except SchemaError as exc:
-            raise TypeError(f"tool parameter {pname!r} of {fn_name}: {exc}") from None
-        schema = dict(schema)
-        if pname in param_docs and "description" not in schema:
-            schema["description"] = param_docs[pname]
-        if p.default is p.empty:
-            required.append(pname)
-        else:
-            try:
-                schema["default"] = msgspec.to_builtins(p.default)
-            except TypeError:
-                pass
-        properties[pname] = schema
-        converters[pname] = converter_for(tp)
-    input_schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        input_schema["required"] = required
-    if defs:
-        input_schema["$defs"] = defs
-    return input_schema, converters, var_kwargs
-
-
-def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, Any] | None, bool]:
-    if structured_output is False or ret is inspect.Parameter.empty or ret is None or ret is type(None):
-        return None, False
-    if isinstance(ret, type) and issubclass(ret, (CallToolResult, *CONTENT_TYPES)):
-        return None, False
-    if is_structured(ret):
-        defs: dict[str, Any] = {}
-        schema = dict(type_schema(ret, defs))
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(schema) == 1:
-            # Clients validate outputSchema as an object schema at the root: inline it,
-            # and keep it under $defs only if something still refers to it.
-            schema = dict(defs[ref[8:]])
-            if ref not in _json.encode([schema, {k: v for k, v in defs.items() if k != ref[8:]}]).decode():
-                del defs[ref[8:]]
-        if defs:
-            schema["$defs"] = defs
-        return schema, False
-    if structured_output is None and not _wrapped_by_default(ret):
-        return None, False
-    defs = {}
-    inner = type_schema(ret, defs)
-    schema = {"type": "object", "properties": {"result": inner}, "required": ["result"]}
-    if defs:
-        schema["$defs"] = defs
-    return schema, True
-
-
-def _is_content(tp: Any) -> bool:
-    """Whether values of ``tp`` are content blocks (or lists of them): content, not data."""
-    args = typing.get_args(tp)
-    if isinstance(tp, type):
-        return issubclass(tp, (CallToolResult, *CONTENT_TYPES))
-    return bool(args) and all(_is_content(a) for a in args if a is not type(None) and a is not Ellipsis)
-
-
-def _wrapped_by_default(ret: Any) -> bool:
-    """Whether a return type is JSON that is not an object or text (a list, a number, a
-    boolean, a date…): its value is structured content under ``"result"``. Content
-    blocks and lists of them are content, not structured data."""
-    if _is_content(ret):
-        return False
-    try:
-        schema = type_schema(ret, {})
-    except SchemaError:
-        return False
-    kind = schema.get("type")
-    return kind in ("array", "integer", "number", "boolean") or (kind == "string" and "format" in schema)
-
-
-def tool_from_schema(
-    name: str,
-    description: str | None,
-    input_schema: Mapping[str, Any],
-    handler: Callable[..., Any],
-    *,
-    title: str | None = None,
-    output_schema: Mapping[str, Any] | None = None,
-    annotations: ToolAnnotations | Mapping[str, Any] | None = None,
-    meta: dict[str, Any] | None = None,
-) -> ToolDef:
-    """A tool from a raw JSON Schema; ``handler(arguments)`` or
-    ``handler(arguments, ctx)`` gets the validated arguments dict.
-
-    Raises :class:`SchemaError` (a ``ValueError``) if a schema is not valid JSON Schema.
-    """
-    if not isinstance(input_schema, Mapping) or input_schema.get("type", "object") != "object":
-        raise SchemaError('a tool input schema must be a JSON Schema of "type": "object"')
-    if isinstance(annotations, Mapping):
-        annotations = msgspec.convert(annotations, ToolAnnotations)
-    positional = [
-        p
-        for p in inspect.signature(handler).parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    tool = Tool(
-        name=name,
-        title=title,
-        description=description,
-        input_schema=dict(input_schema),
-        output_schema=dict(output_schema) if output_schema is not None else None,
-        annotations=annotations,
-        meta=meta,
-    )
-    return ToolDef(
-        tool,
-        handler,
-        raw=True,
-        context_param="ctx" if len(positional) >= 2 else None,
-        params={},
-        var_kwargs=False,
-        wrap_result=False,
-    )
-
-
-# --- requests ---------------------------------------------------------------------------------
-
-
-async def list_tools(reg: Registry, ctx: Context, params: CursorParams) -> ListToolsResult:
+async def list_tools(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListToolsResult:
+    """One page of the enabled tools. Raises -32602 for a cursor that is not ours."""
     page, nxt = reg.page([t.tool for t in reg.tools.values()], params.cursor)
     return ListToolsResult(tools=page, next_cursor=nxt)
 
 
-async def call_tool(reg: Registry, ctx: Context, params: CallToolParams) -> Result:
+async def call_tool(reg: Registry, ctx: Context, call: Call, params: CallToolParams) -> Result:
+    """Call a tool: its result (a tool error included), or the task's handle when the
+    call became a task. Raises -32602 for an unknown tool or invalid arguments, and
+    what the tool raised on purpose (``McpError``, an HTTP status). Cancellation
+    cancels the tool (not a task it became: ``tasks/cancel`` does that)."""
     td = reg.tools.get(params.name)
     if td is None:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
@@ -250,5 +42,5 @@ async def call_tool(reg: Registry, ctx: Context, params: CallToolParams) -> Resu
 
     if td.task is not None:  # it may run as a task (server/tasks.py): bad arguments fail the call, not a task
         td.check_arguments(params.arguments or {}, settings.max_error_text)
-        return await reg.tasks.call_tool(td.task, td.name, ctx, run)
+        return await reg.tasks.call_tool(td.task, td.name, ctx, call, run)
     return await run()

@@ -1,7 +1,9 @@
-"""A registered tool (:class:`ToolDef`) and calling it: binding and converting the
-arguments, its time limit, its failures as ``isError`` results, and what it returns
-as a :class:`CallToolResult` (:func:`to_call_result`). Describing a function or a raw
-schema as a tool, and the ``tools/*`` requests, are in :mod:`.tools`.
+"""A registered tool (:class:`ToolDef`) and calling it: its wire description built
+from its :class:`~.options.ToolOptions`, binding and converting the arguments, its time
+limit, its failures as ``isError`` results, and what it returns as a
+:class:`CallToolResult` (:func:`to_call_result`). Describing a function or a raw schema
+as a tool is :mod:`.tools`'s work; the ``tools/*`` requests are
+:mod:`mcpkit.server.features.tools`.
 
 Exceptions from a tool become ``isError`` results (the model can react), except
 :class:`McpError` and exceptions carrying an HTTP status, which are protocol answers
@@ -13,21 +15,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 
 from ...protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError, flatten_text
-from ...protocol.types import AudioContent, CallToolResult, EmbeddedResource, ImageContent, ResourceLink, TextContent, Tool
+from ...protocol.types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
 from ...protocol.wire_errors import has_status
 from ...runtime.threads import is_async_callable, run_sync
 from ..context import Context
 from ..injection import Provider
 from ..interaction import InputRequired
 from ..schema import encode_hook
+from ..settings import check_limit
 from ..tasks import TaskMode
 from ..validate import Validator, compile_schema
+from .options import ToolOptions, wire_icons
 
 __all__ = ["ToolDef", "to_call_result", "CONTENT_TYPES"]
 
@@ -59,15 +72,38 @@ class ToolDef:
 
     def __init__(
         self,
-        tool: Tool,
         fn: Callable[..., Any],
+        options: ToolOptions,
         *,
+        name: str,
+        description: str | None,
+        input_schema: dict[str, Any],
+        output_schema: dict[str, Any] | None,
         raw: bool,
         context_param: str | None,
         params: dict[str, Callable[[Any], Any] | None],
         var_kwargs: bool,
         wrap_result: bool,
+        injected: dict[str, Provider] | None = None,
     ) -> None:
+        """Describe and compile the tool: ``name``, ``description`` and the schemas
+        come from the function or the raw schema (:mod:`.tools`), the rest from
+        ``options``. Raises ``ValueError`` for an invalid raw schema (a
+        :class:`~mcpkit.server.validate.SchemaError`), then for a time limit that is not
+        positive, then for an icon without a ``src``; ``msgspec.ValidationError`` for
+        annotations that are not ``ToolAnnotations``."""
+        annotations = options.annotations
+        if isinstance(annotations, Mapping):
+            annotations = msgspec.convert(annotations, ToolAnnotations)
+        tool = Tool(
+            name=name,
+            title=options.title,
+            description=description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            annotations=annotations,
+            meta=options.meta,
+        )
         self.name = tool.name
         self.tool = tool
         self.fn = fn
@@ -81,11 +117,12 @@ class ToolDef:
         self.output_validator = compile_schema(tool.output_schema, trusted=not raw) if tool.output_schema is not None else None
         self.wrap_result = wrap_result
         #: Parameters the server fills (the identity, the lifespan state), by name.
-        self.injected: dict[str, Provider] = {}
+        self.injected: dict[str, Provider] = injected or {}
         #: Seconds the tool may run (None: the server's default, ``Server(tool_timeout=...)``).
-        self.timeout: float | None = None
+        self.timeout: float | None = check_limit(options.timeout)
         #: Whether it runs as a task for clients of the tasks extension (server/tasks.py).
-        self.task: TaskMode = None
+        self.task: TaskMode = options.task
+        tool.icons = wire_icons(options.icons)
 
     def check_arguments(self, arguments: Any, limit: int) -> None:
         """Raise ``McpError(-32602)`` with one concise reason if the arguments do not
