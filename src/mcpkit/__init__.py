@@ -105,8 +105,8 @@ if TYPE_CHECKING:
     from .transports.http.client.sse_transport import SseTransport
     from .transports.http.client.transport import HttpTransport
     from .transports.http.server.streams import EventStore, InMemoryEventStore
-    from .transports.process import StdioTransport
     from .transports.restart import RestartPolicy
+    from .transports.stdio.process import StdioTransport
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -212,7 +212,7 @@ _EXPORTS: dict[str, str] = {
     "NodeMessage": ".stores.sessions",
     "StoreUnavailable": ".stores.sessions",
     "RedisStore": ".stores.redis",
-    "StdioTransport": ".transports.process",
+    "StdioTransport": ".transports.stdio.process",
     "RestartPolicy": ".transports.restart",
 }
 

@@ -17,7 +17,7 @@ from ..client.options import ClientOptions
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..transports.base import Transport
-from ..transports.process import StdioTransport
+from ..transports.stdio.process import StdioTransport
 
 __all__ = [
     "OK",

@@ -29,7 +29,7 @@ from ..runtime.tracing import TracingOption, check_tracing, trace_server_request
 from ..stores.bus import InMemoryBus, SubscriptionBus
 from ..stores.tasks import InMemoryTaskStore, TaskStore
 from ..transports.base import Transport
-from ..transports.stdio import ServerStdio
+from ..transports.stdio.server import ServerStdio
 from .changes import ChangeHub, Subscriber
 from .dispatch import Dispatcher
 from .injection import lifespan_state_type, providers
