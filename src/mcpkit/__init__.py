@@ -98,13 +98,13 @@ if TYPE_CHECKING:
     from .protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
     from .server.context import Context
     from .server.server import CallNext, Middleware, Server
+    from .stores.events import EventStore, InMemoryEventStore
     from .stores.redis import RedisStore
     from .stores.sessions import InMemorySessionStore, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
     from .stores.tasks import InMemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
     from .transports.base import Transport
     from .transports.http.client.sse_transport import SseTransport
     from .transports.http.client.transport import HttpTransport
-    from .transports.http.server.streams import EventStore, InMemoryEventStore
     from .transports.restart import RestartPolicy
     from .transports.stdio.process import StdioTransport
 
@@ -204,8 +204,8 @@ _EXPORTS: dict[str, str] = {
     "Transport": ".transports.base",
     "HttpTransport": ".transports.http.client.transport",
     "SseTransport": ".transports.http.client.sse_transport",
-    "EventStore": ".transports.http.server.streams",
-    "InMemoryEventStore": ".transports.http.server.streams",
+    "EventStore": ".stores.events",
+    "InMemoryEventStore": ".stores.events",
     "SessionStore": ".stores.sessions",
     "InMemorySessionStore": ".stores.sessions",
     "SessionRecord": ".stores.sessions",

@@ -38,6 +38,7 @@ from ....auth.server import ResourceServer
 from ....protocol.engine import Engine
 from ....protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, flatten_text
 from ....protocol.events import Event, Reply, RequestReceived
+from ....stores.events import EventStore, InMemoryEventStore
 from ....stores.sessions import InMemorySessionStore, SessionStore, StoreUnavailable
 from ...base import RequestHandler
 from .asgi import (
@@ -61,7 +62,6 @@ from .modern import ErrorStatus, ModernEndpoint, meta_protocol_version
 from .security import HostOriginGuard
 from .sessions import HttpSession, SessionManager
 from .sse_transport import SseEndpoint
-from .streams import EventStore, InMemoryEventStore
 
 __all__ = ["StreamableHTTPApp"]
 

@@ -15,8 +15,8 @@ import msgspec
 from ....protocol.errors import McpError
 from ....protocol.sse import encode_event
 from ....runtime.outbound import ask_over
+from ....stores.events import EventStore
 from .sessions import HttpSession
-from .streams import EventStore
 
 __all__ = ["SseSession", "ask", "HIGH_WATER", "HIGH_WATER_BYTES", "MAX_BACKLOG", "MAX_BACKLOG_BYTES", "WAKE"]
 

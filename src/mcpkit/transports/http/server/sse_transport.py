@@ -32,6 +32,7 @@ from ....protocol.events import CancelReceived, Event, Reply, RequestReceived, R
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....runtime.outbound import Notifier
 from ....runtime.outcome import deliver, run_request
+from ....stores.events import EventStore
 from ...base import RequestHandler
 from .asgi import (
     ClientDisconnected,
@@ -54,7 +55,6 @@ from .modern import meta_protocol_version
 from .sessions import SessionManager
 from .shutdown import SHUTDOWN_MESSAGE, last_words
 from .sse_session import WAKE, SseSession, ask
-from .streams import EventStore
 
 __all__ = ["SseEndpoint", "SseSession"]
 
