@@ -103,8 +103,8 @@ if TYPE_CHECKING:
     from .stores.sessions import InMemorySessionStore, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
     from .stores.tasks import InMemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
     from .transports.base import Transport
-    from .transports.http.client.sse_transport import SseTransport
-    from .transports.http.client.transport import HttpTransport
+    from .transports.http.sse.client import SseTransport
+    from .transports.http.transport import HttpTransport
     from .transports.restart import RestartPolicy
     from .transports.stdio.process import StdioTransport
 
@@ -202,8 +202,8 @@ _EXPORTS: dict[str, str] = {
     "Middleware": ".server.server",
     "Server": ".server.server",
     "Transport": ".transports.base",
-    "HttpTransport": ".transports.http.client.transport",
-    "SseTransport": ".transports.http.client.sse_transport",
+    "HttpTransport": ".transports.http.transport",
+    "SseTransport": ".transports.http.sse.client",
     "EventStore": ".stores.events",
     "InMemoryEventStore": ".stores.events",
     "SessionStore": ".stores.sessions",

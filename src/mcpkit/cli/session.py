@@ -60,7 +60,7 @@ class Target:
     def transport(self) -> Transport:
         """A fresh transport to the target (the server's stderr is kept, to explain a failure)."""
         if self.url is not None:
-            from ..transports.http.client.transport import HttpTransport
+            from ..transports.http.transport import HttpTransport
 
             return HttpTransport(self.url, headers=self.headers or None)
         assert self.command is not None
