@@ -40,7 +40,7 @@ from .session import Session
 from .tasks import TaskManager
 
 if TYPE_CHECKING:
-    from ..transports.http.server.app import StreamableHTTPApp
+    from ..transports.http.app import StreamableHTTPApp
 
 __all__ = ["Server", "Middleware", "CallNext"]
 
@@ -314,9 +314,9 @@ class Server(Registration):
         HTTP+SSE transport of 2024-11-05 at ``sse_path`` (``"/sse"``) and
         ``messages_path`` (``"/messages"``): docs/http.md). The limits are in
         docs/limits.md."""
-        from ..transports.http.server.app import StreamableHTTPApp
+        from ..transports.http.app import streamable_http_app
 
-        return StreamableHTTPApp(self, path=path, **options)
+        return streamable_http_app(self, path=path, **options)
 
     async def serve_stdio(self) -> None:
         """Serve this process's stdin/stdout until stdin closes."""
