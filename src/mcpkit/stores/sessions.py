@@ -211,7 +211,7 @@ class InMemorySessionStore:
             await self.broadcast(message)
 
     async def broadcast(self, message: NodeMessage) -> None:
-        """Hand ``message`` to this process's listeners (one that raises is logged)."""
+        """Hand ``message`` to this process's listeners."""
         self._listeners.notify(message)
 
     def listen(self, listener: NodeListener) -> Callable[[], None]:

@@ -90,6 +90,10 @@ class StreamableHTTPApp:
         self.sse = sse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection: the lifespan protocol, or an HTTP request through the
+        stack (other scopes, websockets, are ignored). Nothing escapes from a request but
+        cancellation, and a failing probe's exception (:class:`~.server.health.Health`
+        is outside :class:`~.server.asgi.Refusals`)."""
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan.serve(receive, send)
@@ -103,19 +107,22 @@ class StreamableHTTPApp:
 
     def begin_shutdown(self) -> None:
         """Start a graceful shutdown: end every GET stream and refuse new ones (503).
-        Requests in progress go on; the lifespan shutdown (or :meth:`close`) ends them."""
+        Requests in progress go on; the lifespan shutdown (or :meth:`close`) ends them.
+        Never raises."""
         self._lifespan.begin_shutdown()
 
     def close(self) -> None:
         """End every legacy session (cancel its handlers, end its streams) and every
-        open modern subscription."""
+        open modern subscription. Never raises."""
         self._lifespan.close()
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
         """The app's lifespan as a context manager, for a host application that does
         not forward ASGI lifespan events to mounted apps (Starlette, FastAPI):
-        ``Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=mcp.lifespan)``."""
+        ``Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=mcp.lifespan)``. Entering
+        raises what the server's lifespan raises at startup; exiting stops it even when
+        the body raised or was cancelled."""
         await self._lifespan.start()
         try:
             yield
