@@ -160,6 +160,8 @@ def streamable_http_app(
     ``error_status`` or ``retry_interval`` it does not know, a ``health_path``, ``sse_path``
     or ``messages_path`` that is not a path (or paths that collide), a shared
     ``session_store`` without a shared ``event_store``."""
+    # Longer than a function should be: the one place the stack is put together, from the
+    # endpoint outwards, one layer per step, in the order the module docs list them.
     path = path.rstrip("/") or "/" if path is not None else None
     events = event_store if event_store is not None else InMemoryEventStore()
     store = session_store if session_store is not None else InMemorySessionStore()
