@@ -33,7 +33,7 @@ from mcpkit import (
     Server,
     SseTransport,
 )
-from mcpkit.transports.http.client.sse_stream import resolve_endpoint
+from mcpkit.transports.http.sse.stream import resolve_endpoint
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -30,7 +30,7 @@ import pytest
 from conftest import free_port, listening, serve_in_thread, server_command
 from mcpkit import Server
 from mcpkit.protocol.sse import SSEParser
-from mcpkit.transports.http.server import sse_session as sse_queue
+from mcpkit.transports.http.sse import session as sse_queue
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -98,15 +98,15 @@ if TYPE_CHECKING:
     from .protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
     from .server.context import Context
     from .server.server import CallNext, Middleware, Server
+    from .stores.events import EventStore, InMemoryEventStore
     from .stores.redis import RedisStore
     from .stores.sessions import InMemorySessionStore, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
     from .stores.tasks import InMemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
     from .transports.base import Transport
-    from .transports.http.client.sse_transport import SseTransport
-    from .transports.http.client.transport import HttpTransport
-    from .transports.http.server.streams import EventStore, InMemoryEventStore
-    from .transports.process import StdioTransport
+    from .transports.http.sse.client import SseTransport
+    from .transports.http.transport import HttpTransport
     from .transports.restart import RestartPolicy
+    from .transports.stdio.process import StdioTransport
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -202,17 +202,17 @@ _EXPORTS: dict[str, str] = {
     "Middleware": ".server.server",
     "Server": ".server.server",
     "Transport": ".transports.base",
-    "HttpTransport": ".transports.http.client.transport",
-    "SseTransport": ".transports.http.client.sse_transport",
-    "EventStore": ".transports.http.server.streams",
-    "InMemoryEventStore": ".transports.http.server.streams",
+    "HttpTransport": ".transports.http.transport",
+    "SseTransport": ".transports.http.sse.client",
+    "EventStore": ".stores.events",
+    "InMemoryEventStore": ".stores.events",
     "SessionStore": ".stores.sessions",
     "InMemorySessionStore": ".stores.sessions",
     "SessionRecord": ".stores.sessions",
     "NodeMessage": ".stores.sessions",
     "StoreUnavailable": ".stores.sessions",
     "RedisStore": ".stores.redis",
-    "StdioTransport": ".transports.process",
+    "StdioTransport": ".transports.stdio.process",
     "RestartPolicy": ".transports.restart",
 }
 

@@ -26,7 +26,7 @@ import uvicorn
 
 from conftest import LEGACY, MODERN, free_port, listening, load_server, server_command
 from mcpkit import InMemoryEventStore
-from mcpkit.transports.http.server.app import StreamableHTTPApp
+from mcpkit.transports.http.app import StreamableHTTPApp
 from mcpkit.transports.http.server.sessions import HttpSession, SessionManager
 
 pytestmark = pytest.mark.timeout(60)

@@ -29,7 +29,7 @@ from mcpkit.protocol.engine import Engine
 from mcpkit.protocol.events import Reply, RequestReceived
 from mcpkit.runtime.peer import Peer
 from mcpkit.transports.memory import memory_pair
-from mcpkit.transports.process import StdioTransport
+from mcpkit.transports.stdio.process import StdioTransport
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -17,7 +17,7 @@ from ..client.options import ClientOptions
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..transports.base import Transport
-from ..transports.process import StdioTransport
+from ..transports.stdio.process import StdioTransport
 
 __all__ = [
     "OK",
@@ -60,7 +60,7 @@ class Target:
     def transport(self) -> Transport:
         """A fresh transport to the target (the server's stderr is kept, to explain a failure)."""
         if self.url is not None:
-            from ..transports.http.client.transport import HttpTransport
+            from ..transports.http.transport import HttpTransport
 
             return HttpTransport(self.url, headers=self.headers or None)
         assert self.command is not None

@@ -31,7 +31,7 @@ from ..runtime.tracing import TracingOption, check_tracing, trace_server_request
 from ..stores.bus import InMemoryBus, SubscriptionBus
 from ..stores.tasks import InMemoryTaskStore, TaskStore
 from ..transports.base import Transport
-from ..transports.stdio import ServerStdio
+from ..transports.stdio.server import ServerStdio
 from .changes import ChangeHub, Subscriber
 from .dispatch import Dispatcher
 from .injection import lifespan_state_type, providers
@@ -43,7 +43,7 @@ from .settings import Setting, Settings, check_limit
 from .tasks import TaskManager
 
 if TYPE_CHECKING:
-    from ..transports.http.server.app import StreamableHTTPApp
+    from ..transports.http.app import StreamableHTTPApp
 
 __all__ = ["Server", "Middleware", "CallNext"]
 
@@ -316,9 +316,9 @@ class Server(Registration):
         HTTP+SSE transport of 2024-11-05 at ``sse_path`` (``"/sse"``) and
         ``messages_path`` (``"/messages"``): docs/http.md). The limits are in
         docs/limits.md."""
-        from ..transports.http.server.app import StreamableHTTPApp
+        from ..transports.http.app import streamable_http_app
 
-        return StreamableHTTPApp(self, path=path, **options)
+        return streamable_http_app(self, path=path, **options)
 
     async def serve_stdio(self) -> None:
         """Serve this process's stdin/stdout until stdin closes."""

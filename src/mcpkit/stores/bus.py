@@ -9,14 +9,13 @@ own subscribers. The default, :class:`InMemoryBus`, serves one process; a shared
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-__all__ = ["Change", "ChangeKind", "Listener", "SubscriptionBus", "InMemoryBus"]
+from .listeners import Listeners
 
-log = logging.getLogger("mcpkit.stores")
+__all__ = ["Change", "ChangeKind", "Listener", "SubscriptionBus", "InMemoryBus"]
 
 #: ``tools``, ``prompts`` and ``resources``: that list changed; ``resource``: the resource
 #: ``uri`` was updated; ``task``: the task ``uri`` (its id) changed status.
@@ -59,20 +58,10 @@ class InMemoryBus:
     A listener that raises is logged and does not stop the others."""
 
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Change] = Listeners("a subscription listener")
 
     def publish(self, change: Change) -> None:
-        for listener in tuple(self._listeners):
-            try:
-                listener(change)
-            except Exception:
-                log.exception("a subscription listener failed on %r", change)
+        self._listeners.notify(change)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def stop() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return stop
+        return self._listeners.add(listener)

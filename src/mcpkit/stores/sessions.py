@@ -28,6 +28,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from .listeners import Listeners
+
 __all__ = [
     "SessionRecord",
     "NodeMessage",
@@ -156,7 +158,7 @@ class InMemorySessionStore:
         self._clock = clock
         self._records: dict[str, SessionRecord] = {}
         self._expiry: list[tuple[float, str]] = []  # a heap of (expires_at when pushed, session_id)
-        self._listeners: list[NodeListener] = []
+        self._listeners: Listeners[NodeMessage] = Listeners("a node listener")
 
     def __len__(self) -> int:
         return len(self._records)
@@ -210,18 +212,11 @@ class InMemorySessionStore:
 
     async def broadcast(self, message: NodeMessage) -> None:
         """Hand ``message`` to this process's listeners."""
-        for listener in tuple(self._listeners):
-            listener(message)
+        self._listeners.notify(message)
 
     def listen(self, listener: NodeListener) -> Callable[[], None]:
         """Call ``listener`` with each message from now on; returns what stops it."""
-        self._listeners.append(listener)
-
-        def stop() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return stop
+        return self._listeners.add(listener)
 
     async def node_alive(self, node_id: str) -> bool:
         """Whether ``node_id`` is this node (the only one there is)."""

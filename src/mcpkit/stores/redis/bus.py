@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from ..bus import Change, ChangeKind, Listener
+from ..listeners import Listeners
 from .channels import UNREACHABLE
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class RedisBus:
     def __init__(self, root: RedisStore) -> None:
         self._root = root
         self._channel = f"{root.prefix}:changes"
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Change] = Listeners("a subscription listener")
         self._queue: deque[bytes] = deque(maxlen=MAX_QUEUED)
         self._wake: asyncio.Event | None = None
         self._sender: asyncio.Task[None] | None = None
@@ -77,13 +78,7 @@ class RedisBus:
         self._enqueue(data)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def stop() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return stop
+        return self._listeners.add(listener)
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -135,8 +130,4 @@ class RedisBus:
             self._deliver(Change(kind))
 
     def _deliver(self, change: Change) -> None:
-        for listener in tuple(self._listeners):
-            try:
-                listener(change)
-            except Exception:
-                log.exception("a subscription listener failed on %r", change)
+        self._listeners.notify(change)

@@ -1,5 +1,5 @@
-"""Resumable SSE streams in Redis: :class:`RedisEventStore`, the event store of a
-deployment of several nodes.
+"""Resumable SSE streams in Redis: :class:`RedisEventStore`, the
+:class:`~mcpkit.stores.events.SharedEventStore` of a deployment of several nodes.
 
 Each stream is a Redis stream under ``{prefix}:events:{stream_id}``, bounded to
 ``max_events`` entries (the oldest are trimmed) and expiring ``ttl`` seconds after its
@@ -19,9 +19,9 @@ import asyncio
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from ..events import SendEvent, stream_owner
 from ..sessions import StoreUnavailable
 from .channels import UNREACHABLE
 
@@ -32,7 +32,6 @@ __all__ = ["RedisEventStore"]
 
 log = logging.getLogger("mcpkit.stores")
 
-SendEvent = Callable[[str, bytes], Awaitable[None]]
 #: A Redis stream entry id: milliseconds, a dash, a sequence number.
 _ENTRY_ID: Final = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 #: Adds the final message (if any) and the end marker, once: KEYS = stream, hash;
@@ -45,11 +44,6 @@ redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[1])
 return 1
 """
-
-
-def _owner(stream_id: str) -> str:
-    """The session a stream belongs to: its id up to the last ``-``."""
-    return stream_id.rpartition("-")[0] or stream_id
 
 
 def _unavailable(exc: BaseException) -> StoreUnavailable:
@@ -84,7 +78,7 @@ class RedisEventStore:
 
     async def store_event(self, stream_id: str, message: bytes) -> str:
         """Append one message (an empty one: a priming event) and return its event id."""
-        key, index = self._key(stream_id), self._index(_owner(stream_id))
+        key, index = self._key(stream_id), self._index(stream_owner(stream_id))
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.xadd(key, {"d": message}, maxlen=self.max_events, approximate=False)
@@ -161,7 +155,7 @@ class RedisEventStore:
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.hset(meta, "rid", request_id)
                 pipe.expire(meta, self.ttl)
-                pipe.sadd(self._index(_owner(stream_id)), meta)
+                pipe.sadd(self._index(stream_owner(stream_id)), meta)
                 await pipe.execute()
         except UNREACHABLE as exc:
             raise _unavailable(exc) from None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..listeners import Listeners
 from ..sessions import NodeListener, NodeMessage, SessionRecord, StoreUnavailable
 from .channels import UNREACHABLE
 
@@ -46,7 +47,7 @@ class RedisSessionStore:
         self._redis = root.redis
         self.node_id = root.node_id
         self._prefix = root.prefix
-        self._listeners: list[NodeListener] = []
+        self._listeners: Listeners[NodeMessage] = Listeners("a node listener")
         channels = root.channels
         channels.on(self._node_channel(self.node_id), self._received)
         channels.on(f"{self._prefix}:nodes", self._received)
@@ -118,13 +119,7 @@ class RedisSessionStore:
             raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
 
     def listen(self, listener: NodeListener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def stop() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return stop
+        return self._listeners.add(listener)
 
     def _received(self, data: bytes) -> None:
         try:
@@ -132,8 +127,7 @@ class RedisSessionStore:
         except msgspec.DecodeError:
             log.warning("ignoring a node message that is not valid")
             return
-        for listener in tuple(self._listeners):
-            listener(message)
+        self._listeners.notify(message)
 
     async def node_alive(self, node_id: str) -> bool:
         """Whether ``node_id``'s heartbeat key exists; True when the store cannot say

@@ -1,1 +1,2 @@
-"""The Streamable HTTP client transport, both eras."""
+"""The parts of the Streamable HTTP client transport (``transports/http/transport.py``
+composes them; the HTTP+SSE client reuses some)."""

@@ -29,9 +29,9 @@ from ...restart import RECONNECT, RestartPolicy
 from .connection import Connection
 from .exchange import HttpExchange
 from .failures import ExchangeFailed
+from .inbound import PrivateRequests
 from .notifier import Notifier
-from .private import PrivateRequests
-from .route import Route
+from .runner import Route
 from .settings import Settings
 from .streams import Listener, Streams
 from .wire import ACCEPT_BOTH, EXCERPT, SSE, decode_version

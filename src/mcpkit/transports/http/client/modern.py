@@ -25,9 +25,9 @@ from ....protocol.headers import HeaderRules, request_headers, x_mcp_header_map
 from ....protocol.sse import SSEParser
 from .connection import Connection
 from .failures import Failures
+from .inbound import PrivateRequests
 from .notifier import Notifier
-from .private import PrivateRequests
-from .route import Route
+from .runner import Route
 from .settings import Settings
 from .wire import ACCEPT_BOTH, decode_dict
 

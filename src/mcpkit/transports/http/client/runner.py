@@ -1,8 +1,13 @@
-"""One request's exchange, from its POST to the response delivered in its place.
+"""One request's exchange, from its POST to the response delivered in its place: the
+era's steps of a request (:class:`Route`) and the runner that drives them.
 
-The request's :class:`~.route.Route` (its era's part) says what to wait for, which
-headers to send, whether a refused POST is worth one more try and what an SSE response
-that ends early means; the runner does the rest the same way in both eras. Whatever
+The transport decides each outbound message's era once, when it is sent, and from then
+on asks the message's era part (:class:`EraMessage`) and, for a request, the
+:class:`Route` that part made: what to wait for before POSTing, which headers to send,
+whether a refused POST is worth one more try, what a response stream that ends early
+means, what to learn from the result, and how to cancel. The two eras implement these
+in ``modern.py`` and ``legacy.py``; :class:`RequestRunner` does the rest the same way in
+both eras, one task per request (the transport keeps it :class:`InFlight`). Whatever
 happens, the awaiting caller gets a response: the server's, or an error made up in
 its place (docs/http.md, "The client side"). A server that cannot be reached ends the
 connection; a request whose own connection breaks before its response (reset, or a
@@ -15,17 +20,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+import msgspec
 
 from ....protocol.errors import flatten_text
 from ....protocol.events import RequestId
 from ....protocol.sse import SSEParser
 from .connection import Connection
 from .exchange import Dropped, HttpExchange, Lost, broke, content_type
-from .failures import ExchangeFailed, Failures
-from .inbound import Inbound
-from .route import InFlight, Route
+from .failures import Deliver, ExchangeFailed, Failures
 from .settings import Settings
 from .streams import Streams
 from .wire import ERROR_BODY_LIMIT, EXCERPT, SSE
@@ -33,9 +39,71 @@ from .wire import ERROR_BODY_LIMIT, EXCERPT, SSE
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["RequestRunner"]
+__all__ = ["EraMessage", "Route", "InFlight", "RequestRunner"]
 
 logger = logging.getLogger("mcpkit.http")
+
+
+class Route(ABC):
+    """One request as its era handles it. Made when the request is sent; used by the
+    task that runs its exchange, by the inbound side and by cancellation."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+    async def ready(self) -> None:
+        """Wait until the request may be POSTed. Cancellation propagates."""
+        return None
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]:
+        """The headers of the request's next POST (a fresh dict each time)."""
+
+    def accepted(self, resp: httpx.Response) -> None:
+        """The POST got a 2xx: note what it says before its body is read."""
+        return None
+
+    async def should_retry(self, status: int, raw: bytes) -> bool:
+        """The first POST was refused with ``status`` and error body ``raw`` (the
+        response still open): whether to POST once more. May raise :class:`~.exchange.Lost`."""
+        return False
+
+    async def before_retry(self) -> None:
+        """Run between a refused POST (closed by now) and its retry. May raise
+        :class:`~.exchange.Lost` or :class:`~.failures.ExchangeFailed`."""
+        return None
+
+    @abstractmethod
+    async def stream_ended(self, resp: httpx.Response, parser: SSEParser, rid: RequestId) -> None:
+        """The response stream ``resp`` of request ``rid`` ended without the response;
+        ``parser`` holds its last event id and retry. Delivers the response or an error
+        in its place. May raise :class:`~.exchange.Lost`."""
+
+    def learn(self, result: msgspec.Raw, data: bytes) -> bytes:
+        """The request's result arrived (``data`` is the whole message): learn from it,
+        and return the message to deliver (``data`` itself unless rewritten)."""
+        return data
+
+    @abstractmethod
+    def cancel(self, task: asyncio.Task[None], body: bytes) -> None:
+        """The caller sent ``notifications/cancelled`` (``body``) for this request,
+        whose exchange runs in ``task``. Never blocks."""
+
+
+class InFlight(NamedTuple):
+    """A request whose exchange is running: its route and the task running it."""
+
+    route: Route
+    task: asyncio.Task[None]
+
+
+class EraMessage(Protocol):
+    """One outbound message's era part: how its era sends a notification or starts a
+    request. Never blocks, never raises."""
+
+    def notify(self, method: str, body: bytes) -> None: ...
+
+    def route(self, method: str) -> Route: ...
 
 
 class RequestRunner:
@@ -46,7 +114,7 @@ class RequestRunner:
         settings: Settings,
         http: HttpExchange,
         conn: Connection,
-        inbound: Inbound,
+        deliver: Deliver,
         failures: Failures,
         streams: Streams,
         pending: dict[RequestId, InFlight],
@@ -54,12 +122,12 @@ class RequestRunner:
         self._settings = settings
         self._http = http
         self._conn = conn
-        self._inbound = inbound
+        self._deliver = deliver
         self._failures = failures
         self._streams = streams
         self._pending = pending
         #: Asked first when a request's first POST is refused: (id, method, status, body) ->
-        #: whether the request went another way (HttpTransport's fallback, sse_fallback.py).
+        #: whether the request went another way (HttpTransport's fallback, transports/http/sse/fallback.py).
         self.divert: Callable[[RequestId, str, int, bytes], Awaitable[bool]] | None = None
 
     async def run(self, rid: RequestId, route: Route, body: bytes) -> None:
@@ -128,7 +196,7 @@ class RequestRunner:
                 raise Dropped(f"the connection broke while reading the response to {route.method} (HTTP {status})")
             self._failures.fail(rid, f"The response exceeds the size limit of {limit} bytes", {"status": status})
             return
-        answered = self._inbound.deliver(raw, rid)
+        answered = self._deliver(raw, rid)
         if answered is None:
             self._failures.fail_http(rid, resp, raw, "Invalid JSON-RPC response")
         elif not answered:

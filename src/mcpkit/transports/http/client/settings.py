@@ -1,6 +1,6 @@
 """The transport's tunables, as its parts read them.
 
-The parts are handed the :class:`~mcpkit.transports.http.client.transport.HttpTransport`
+The parts are handed the :class:`~mcpkit.transports.http.transport.HttpTransport`
 itself as their :class:`Settings` and read a value each time they need it, so changing a
 public attribute of a live transport (``transport.headers``, say, to refresh a token)
 takes effect on the next HTTP request. The checks of the constructors' arguments are

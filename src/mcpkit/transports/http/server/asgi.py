@@ -1,5 +1,16 @@
 """ASGI plumbing of the Streamable HTTP server: the callable types, the HTTP-level
-refusal (:class:`Reject`), writing plain responses, and reading a request body.
+refusal (:class:`Reject`) and the middleware that answers it (:class:`Refusals`),
+the request's headers and path as every layer reads them, the app's paths
+(:class:`Paths`), writing plain responses, and reading a request body.
+
+The app is a stack of small ASGI middleware around the MCP endpoint (``transports/http/
+app.py`` builds it): each layer checks one thing and either answers, raises
+:class:`Reject`, or calls the app it wraps. A :class:`Reject` raised anywhere below
+:class:`Refusals` becomes its plain response there — a status with a one-line text body
+(or a JSON-RPC error body), before any JSON-RPC parsing when it comes from a check — and
+any other exception a logged 500 with a JSON-RPC -32603 body, never the ASGI server's
+traceback. The headers are decoded once per request (:func:`request_headers`, kept in
+the scope) whichever layers read them.
 
 Nothing here knows JSON-RPC beyond encoding an error response; nothing here knows the
 protocol eras. The statuses and text bodies of refusals are listed in docs/http.md
@@ -9,11 +20,12 @@ protocol eras. The statuses and text bodies of refusals are listed in docs/http.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
 from ....protocol.engine import encode
-from ....protocol.errors import McpError
+from ....protocol.errors import INTERNAL_ERROR, McpError
 from ....protocol.events import RequestId
 
 __all__ = [
@@ -21,10 +33,15 @@ __all__ = [
     "Message",
     "Receive",
     "Send",
+    "ASGIApp",
     "Headers",
     "SSE_HEADERS",
     "Reject",
+    "Refusals",
+    "Paths",
     "ClientDisconnected",
+    "request_headers",
+    "local_path",
     "json_error",
     "accepts",
     "read_body",
@@ -42,8 +59,14 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+#: An ASGI application (or middleware, which is one wrapping another).
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 #: Request headers, names lower-cased (the last of repeated headers wins).
 Headers = Mapping[str, str]
+
+_log = logging.getLogger("mcpkit.http")
+#: Where :func:`request_headers` keeps a request's decoded headers in its scope.
+_HEADERS_KEY: Final = "mcpkit.headers"
 
 SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
@@ -66,6 +89,66 @@ class Reject(Exception):
 
 class ClientDisconnected(Exception):
     """The client went away before its request body was complete."""
+
+
+class Refusals:
+    """Middleware that answers what the layers below it refuse: a :class:`Reject` with
+    its response, any other exception (logged) with 500 and a JSON-RPC -32603 body. If
+    the response had started, the ASGI server refuses the second one (:func:`safe_send`
+    ignores that). Scopes other than ``http`` pass through untouched. Cancellation
+    propagates."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        except Reject as rej:
+            await send_reject(send, rej)
+        except Exception:  # the last resort: never uvicorn's plain-text 500 and traceback
+            _log.exception("unexpected error serving %s %s", scope.get("method"), scope.get("path"))
+            await send_json(send, 500, json_error(None, McpError(INTERNAL_ERROR, "Internal error")))
+
+
+class Paths:
+    """Middleware that lets through only requests for ``paths`` (as :func:`local_path`
+    gives them: below any ``root_path``, a trailing slash not mattering); ``paths`` None
+    lets every path through (an app mounted by a host that routes). Raises
+    :class:`Reject` (404) for another path."""
+
+    def __init__(self, app: ASGIApp, paths: Collection[str] | None) -> None:
+        self.app = app
+        self.paths = frozenset(paths) if paths is not None else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.paths is not None and local_path(scope) not in self.paths:
+            raise Reject(404, "Not Found")
+        await self.app(scope, receive, send)
+
+
+def request_headers(scope: Scope) -> Headers:
+    """The request's headers: names lower-cased, values without their surrounding
+    whitespace (RFC 9110 5.5: h11 strips it, httptools does not, and other ASGI servers
+    differ). Decoded once, at the first layer that asks, and kept in ``scope``."""
+    headers: Headers | None = scope.get(_HEADERS_KEY)
+    if headers is None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())}
+        scope[_HEADERS_KEY] = headers
+    return headers
+
+
+def local_path(scope: Scope) -> str:
+    """The request's path below the ``root_path`` it is mounted at, without a trailing
+    slash (``/`` for the root)."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return path.rstrip("/") or "/"
 
 
 def json_error(rid: RequestId | None, error: McpError) -> bytes:

@@ -35,12 +35,12 @@ from ....protocol.events import CancelReceived, ResponseReceived
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....protocol.types import Implementation
 from ....runtime.outcome import deliver
+from ....stores.events import EventStore, SharedEventStore
 from ....stores.sessions import MessageKind, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
 from ...base import RequestHandler
 from .asgi import Receive, Reject, Send, end_body, json_error, send_frame, start_sse, wait_disconnect
 from .session_changes import connect_changes, resync
 from .sessions import HttpSession, SessionManager
-from .streams import EventStore, SharedEventStore
 
 __all__ = ["Cluster", "connect_changes", "unavailable"]
 

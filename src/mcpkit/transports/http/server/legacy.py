@@ -24,6 +24,7 @@ from ....protocol.sse import KEEPALIVE, encode_event
 from ....protocol.versions import supports
 from ....runtime.outbound import DROP
 from ....runtime.outcome import deliver, run_request
+from ....stores.events import EventStore
 from ....stores.sessions import StoreUnavailable
 from ...base import RequestHandler
 from .asgi import (
@@ -44,7 +45,7 @@ from .cluster import Cluster, connect_changes, unavailable
 from .exchange import Exchange
 from .sessions import HttpSession, SessionManager
 from .shutdown import answer_in, last_words
-from .streams import EventStore, SseStream
+from .streams import SseStream
 
 __all__ = ["LegacyEndpoint"]
 

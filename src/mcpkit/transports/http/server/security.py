@@ -1,9 +1,13 @@
-"""DNS-rebinding protection: which ``Host`` and ``Origin`` headers the endpoint accepts.
+"""DNS-rebinding protection: which ``Host`` and ``Origin`` headers the endpoint accepts,
+as a middleware (:class:`HostOriginGuard`) in front of the MCP endpoint and the
+deprecated HTTP+SSE endpoints alike.
 
 The rules (docs/http.md, "Security"): explicit ``allowed_hosts`` / ``allowed_origins``
 lists win; otherwise, when protection is on (by default: when the app is served on a
 loopback address), both must name a loopback host; with protection off, an ``Origin``
-must match ``Host``.
+must match ``Host``. A request that breaks them is refused 403 before anything below the
+guard sees it; the app's health endpoints and authorization metadata sit in front of it
+and need no particular ``Host``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import functools
 import ipaddress
 from collections.abc import Sequence
 
-from .asgi import Headers, Reject, Scope
+from .asgi import ASGIApp, Headers, Receive, Reject, Scope, Send, request_headers
 
 __all__ = ["HostOriginGuard"]
 
@@ -35,19 +39,30 @@ def _host_name(host_header: str) -> str:
 
 
 class HostOriginGuard:
-    """Checks each request's ``Host`` and ``Origin`` against the configured rules.
+    """Middleware that checks each request's ``Host`` and ``Origin`` against the
+    configured rules before calling ``app``.
 
     ``allowed_hosts`` entries are compared case-insensitively, with or without a port;
     ``allowed_origins`` entries case-insensitively and without a trailing slash.
     ``protection`` None means on exactly when the ASGI server reports a loopback bind.
+    Raises :class:`Reject` (403) for a request they refuse.
     """
 
     def __init__(
-        self, allowed_hosts: Sequence[str] | None, allowed_origins: Sequence[str] | None, protection: bool | None
+        self,
+        app: ASGIApp,
+        allowed_hosts: Sequence[str] | None,
+        allowed_origins: Sequence[str] | None,
+        protection: bool | None,
     ) -> None:
+        self.app = app
         self.allowed_hosts = [h.lower() for h in allowed_hosts] if allowed_hosts is not None else None
         self.allowed_origins = [o.lower().rstrip("/") for o in allowed_origins] if allowed_origins is not None else None
         self.protection = protection
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.check(scope, request_headers(scope))
+        await self.app(scope, receive, send)
 
     def check(self, scope: Scope, headers: Headers) -> None:
         """Raises :class:`Reject` (403) if the request's ``Host`` or ``Origin`` is not allowed."""

@@ -28,9 +28,10 @@ from ....protocol.engine import Engine
 from ....protocol.errors import ConnectionClosed
 from ....protocol.versions import supports
 from ....runtime.outcome import fail_waiters
+from ....stores.events import EventStore
 from ....stores.sessions import SessionRecord
 from .asgi import Reject
-from .streams import EventStore, SseStream
+from .streams import SseStream
 
 if TYPE_CHECKING:
     from ....stores.sessions import SessionStore

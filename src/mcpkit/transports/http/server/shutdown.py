@@ -3,8 +3,8 @@
 
 uvicorn cancels the requests still running when its graceful-shutdown grace runs out.
 The responses of the MCP endpoint (:mod:`.exchange`, and a stream resumed in
-:mod:`.legacy`) and of the deprecated HTTP+SSE transport (:mod:`.sse_transport`) catch
-that cancellation: each request in progress is answered with -32603
+:mod:`.legacy`) and of the deprecated HTTP+SSE transport
+(:mod:`mcpkit.transports.http.sse.server`) catch that cancellation: each request in progress is answered with -32603
 :data:`SHUTDOWN_MESSAGE` (its handler is cancelled), the response is ended properly
 within :data:`LAST_WORDS_TIMEOUT`, and it returns — so that the server sees a complete
 response, not an exception (no 500, no "Exception in ASGI application").

@@ -1,4 +1,4 @@
-"""Serving a :class:`~.app.StreamableHTTPApp` with uvicorn, with defaults that hold up
+"""Serving a :class:`~mcpkit.transports.http.app.StreamableHTTPApp` with uvicorn, with defaults that hold up
 against hostile clients (docs/http.md, "Limits and shutdown").
 
 uvicorn on its own waits forever for a request that has begun (headers or body half
@@ -20,7 +20,7 @@ import functools
 import resource
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 try:
     import h11
@@ -31,9 +31,18 @@ except ModuleNotFoundError as exc:  # the "http" extra is not installed
         f"serving MCP over HTTP needs uvicorn ({exc}); install it with: pip install 'mcpkit[http]'", name=exc.name
     ) from None
 
-from .app import StreamableHTTPApp
+from .asgi import Receive, Scope, Send
 
-__all__ = ["run_uvicorn", "uvicorn_config", "guarded_protocol", "default_max_connections"]
+__all__ = ["ShutdownAware", "run_uvicorn", "uvicorn_config", "guarded_protocol", "default_max_connections"]
+
+
+class ShutdownAware(Protocol):
+    """What :func:`run_uvicorn` serves: an ASGI app that is told when the server's
+    shutdown begins (``StreamableHTTPApp``: its GET streams end then)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    def begin_shutdown(self) -> None: ...
 
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -200,7 +209,7 @@ def guarded_protocol(
 class _Server(uvicorn.Server):
     """uvicorn's server, telling the app when shutdown begins (so GET streams end)."""
 
-    def __init__(self, config: uvicorn.Config, app: StreamableHTTPApp) -> None:
+    def __init__(self, config: uvicorn.Config, app: ShutdownAware) -> None:
         super().__init__(config)
         self._app = app
 
@@ -210,7 +219,7 @@ class _Server(uvicorn.Server):
 
 
 def uvicorn_config(
-    app: StreamableHTTPApp,
+    app: ShutdownAware,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -249,7 +258,7 @@ def uvicorn_config(
     return uvicorn.Config(app, **options)
 
 
-def run_uvicorn(app: StreamableHTTPApp, **options: Any) -> None:
+def run_uvicorn(app: ShutdownAware, **options: Any) -> None:
     """Serve ``app`` until SIGINT or SIGTERM, configured by :func:`uvicorn_config` with
     ``options`` (``host``, ``port``, ``log_level``, ``header_timeout``, ``body_timeout``,
     ``max_connections``, ``http``, ``loop``, any ``uvicorn.Config`` argument). Shutdown ends the GET streams

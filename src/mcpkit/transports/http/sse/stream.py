@@ -21,10 +21,10 @@ from urllib.parse import urljoin, urlsplit
 
 from ....protocol.errors import flatten_text
 from ....protocol.sse import SSEEvent, SSEParser
-from .connection import Connection
-from .exchange import HttpExchange, Lost, content_type
-from .settings import Settings
-from .wire import ERROR_BODY_LIMIT, EXCERPT, SSE
+from ..client.connection import Connection
+from ..client.exchange import HttpExchange, Lost, content_type
+from ..client.settings import Settings
+from ..client.wire import ERROR_BODY_LIMIT, EXCERPT, SSE
 
 if TYPE_CHECKING:
     import httpx

@@ -1,7 +1,8 @@
 """The client's side of stdio: spawn the server process, talk to it over its stdin
 and stdout, and supervise it (shutdown per the spec: close stdin, wait, SIGTERM,
 wait, SIGKILL; with ``restart``, a new process after a crash, within a
-:class:`~.restart.RestartPolicy`).
+:class:`~mcpkit.transports.restart.RestartPolicy`). The pipes' tuning and flow control
+are :mod:`.pipes`', shared with the server's side (:mod:`.server`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from ..protocol.errors import ConnectionClosed, flatten_text
-from ..protocol.framing import NEWLINE, LineFramer
-from .base import OnClose, OnMessage
-from .pipes import small_reads, widen_pipe
-from .restart import CrashLog, RestartPolicy
-from .stdio import Flow, Inbox
+from ...protocol.errors import ConnectionClosed, flatten_text
+from ...protocol.framing import NEWLINE, LineFramer
+from ..base import OnClose, OnMessage
+from ..restart import CrashLog, RestartPolicy
+from .pipes import Flow, Inbox, small_reads, widen_pipe
 
 __all__ = ["StdioTransport"]
 
@@ -166,7 +166,7 @@ class StdioTransport:
         assert isinstance(stdout, asyncio.ReadTransport)
         self._stdout = stdout
         # Short reads without an mmap each, and room in the pipe for a large answer to
-        # arrive in a few writes (transports/pipes.py). stdin keeps the default buffer:
+        # arrive in a few writes (transports/stdio/pipes.py). stdin keeps the default buffer:
         # requests are small, and a narrow pipe tells a slow server's back-pressure sooner.
         small_reads(stdout)
         pipe = stdout.get_extra_info("pipe")

@@ -1,26 +1,31 @@
-"""The Streamable HTTP client transport, for both protocol eras: the public facade.
+"""The Streamable HTTP client transport, for both protocol eras: the public facade,
+:class:`HttpTransport`, composed of the parts in ``client/`` and, for servers that
+speak only the deprecated HTTP+SSE transport, the switch to it in ``sse/fallback.py``.
 
 Every outbound JSON-RPC message becomes its own HTTP POST; each response (one JSON
 object, or an SSE stream of messages ending with the response) is handed back as whole
 messages, exactly as a pipe transport would. What differs per era is decided from the
 messages themselves, once per message, and handed to that era's part:
 
-* **modern** (2026-07-28, ``modern.py``): a message whose ``params._meta`` names a
+* **modern** (2026-07-28, ``client/modern.py``): a message whose ``params._meta`` names a
   protocol version is stateless. Its POST carries ``MCP-Protocol-Version``,
   ``Mcp-Method``, ``Mcp-Name`` and the ``Mcp-Param-*`` headers that the tool's
   ``x-mcp-header`` annotations ask for (learned from the ``tools/list`` results that
   pass through). Cancelling a request closes its response stream;
   ``notifications/cancelled`` is never POSTed.
-* **legacy** (2025-11-25 and earlier, ``legacy.py``): after an ``initialize``, the
+* **legacy** (2025-11-25 and earlier, ``client/legacy.py``): after an ``initialize``, the
   session id and the negotiated version ride on every request; a GET stream brings
   server-initiated messages; dropped SSE streams resume with ``Last-Event-ID``; a 404
   for the session re-initialises once, transparently; :meth:`HttpTransport.close`
   DELETEs the session.
 
-The parts: ``exchange.py`` (HTTP), ``runner.py`` (a request's exchange),
-``inbound.py`` (matching responses), ``streams.py`` (SSE), ``notifier.py`` (messages
-without a response), ``private.py`` (the transport's own requests), ``failures.py``
-(error responses), ``connection.py`` (callbacks and tasks). httpx is imported only when
+The parts, in ``client/``: ``exchange.py`` (HTTP), ``runner.py`` (a request's exchange
+and the era's steps of it), ``inbound.py`` (matching responses; the transport's own
+requests), ``streams.py`` (SSE), ``notifier.py`` (messages without a response),
+``failures.py`` (error responses), ``connection.py`` (callbacks and tasks),
+``settings.py`` (what the parts read of this facade), ``wire.py`` (what it peeks at).
+This module sits above ``client/`` and ``sse/`` because it uses both: the HTTP+SSE
+client is built from the same parts, and they never import it. httpx is imported only when
 the transport starts, so ``import mcpkit`` stays light.
 """
 
@@ -34,25 +39,23 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
-from ....protocol.engine import is_request_id
-from ....protocol.errors import ConnectionClosed
-from ....protocol.events import RequestId
-from ....runtime.channel import OnClose, OnMessage
-from ...restart import CrashLog, RestartPolicy
-from .connection import Connection
-from .exchange import HttpExchange
-from .failures import Failures, OnRequestLost
-from .inbound import Inbound
-from .legacy import LegacySession, OnSessionRenewed
-from .modern import ModernEra
-from .notifier import Notifier
-from .private import PrivateRequests
-from .route import EraMessage, InFlight
-from .runner import RequestRunner
-from .settings import check_count, check_seconds, reconnect_policy
-from .sse_fallback import SseFallback
-from .streams import Streams
-from .wire import decode_out
+from ...protocol.engine import is_request_id
+from ...protocol.errors import ConnectionClosed
+from ...protocol.events import RequestId
+from ...runtime.channel import OnClose, OnMessage
+from ..restart import CrashLog, RestartPolicy
+from .client.connection import Connection
+from .client.exchange import HttpExchange
+from .client.failures import Failures, OnRequestLost
+from .client.inbound import Inbound, PrivateRequests
+from .client.legacy import LegacySession, OnSessionRenewed
+from .client.modern import ModernEra
+from .client.notifier import Notifier
+from .client.runner import EraMessage, InFlight, RequestRunner
+from .client.settings import check_count, check_seconds, reconnect_policy
+from .client.streams import Streams
+from .client.wire import decode_out
+from .sse.fallback import SseFallback
 
 if TYPE_CHECKING:
     import httpx
@@ -155,7 +158,7 @@ class HttpTransport:
         notifier = Notifier(self, self._http, self._conn)
         self._modern = ModernEra(self, self._conn, notifier, private, failures)
         self._legacy = LegacySession(self, self._conn, self._http, notifier, private, streams)
-        self._runner = RequestRunner(self, self._http, self._conn, inbound, failures, streams, self._pending)
+        self._runner = RequestRunner(self, self._http, self._conn, inbound.deliver, failures, streams, self._pending)
         self._fallback = SseFallback(self, self._conn, http_client, self.send)  # the old transport, if it comes to that
         self._runner.divert = self._fallback.divert
 

@@ -9,6 +9,11 @@ request is sent again through it (a probe is refused there, so the client negoti
 the legacy era), and so is everything sent while the attempt ran. If it does not, the
 refusal stands (the client sees it as if nothing had been tried) and the messages held
 meanwhile go the Streamable HTTP way. The attempt is made once per transport.
+
+It lives with the transport it switches to: ``HttpTransport`` (``transports/http/
+transport.py``) holds one, and nothing here knows the facade but the narrow settings
+protocol it reads (:class:`~mcpkit.transports.http.client.settings.Settings`, plus
+``sse_fallback`` and ``on_request_lost``).
 """
 
 from __future__ import annotations
@@ -19,10 +24,10 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from ....protocol.errors import ConnectionClosed
 from ....protocol.events import RequestId
-from .connection import Connection
-from .failures import OnRequestLost
-from .settings import Settings
-from .sse_transport import SseTransport
+from ..client.connection import Connection
+from ..client.failures import OnRequestLost
+from ..client.settings import Settings
+from .client import SseTransport
 
 if TYPE_CHECKING:
     import httpx

@@ -2,7 +2,7 @@
 whose messages to the client wait, in order, in one queue that its ``GET`` stream
 writes, with the bounds that keep a client that does not read from costing memory
 (docs/limits.md, "The deprecated HTTP+SSE transport"); and :func:`ask`, the server's
-request to the client over it. :mod:`.sse_transport` serves the endpoints.
+request to the client over it. :mod:`.server` serves the endpoints.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import msgspec
 from ....protocol.errors import McpError
 from ....protocol.sse import encode_event
 from ....runtime.outbound import ask_over
-from .sessions import HttpSession
-from .streams import EventStore
+from ....stores.events import EventStore
+from ..server.sessions import HttpSession
 
 __all__ = ["SseSession", "ask", "HIGH_WATER", "HIGH_WATER_BYTES", "MAX_BACKLOG", "MAX_BACKLOG_BYTES", "WAKE"]
 

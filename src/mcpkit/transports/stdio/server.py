@@ -8,8 +8,8 @@ paused, the server still notices a client that hangs up (closes stdin; Linux): w
 left in the pipe is then read and handed on regardless of the bound (a closed pipe
 holds a bounded amount), so that end of input is seen, and shutdown starts, promptly.
 
-The pieces shared with the spawned-process transport (:mod:`.process`) — flow control
-and the pipe protocols — live here too.
+The read-side and write-side flow control are :mod:`.pipes`' (the spawned-process
+transport, :mod:`.process`, uses them too).
 """
 
 from __future__ import annotations
@@ -20,77 +20,14 @@ import select
 import stat
 import sys
 import threading
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.framing import NEWLINE, LineFramer
-from .base import OnClose, OnMessage
-from .pipes import BulkWriter, small_reads, widen_pipe
+from ...protocol.framing import NEWLINE, LineFramer
+from ..base import OnClose, OnMessage
+from .pipes import BulkWriter, Flow, Inbox, small_reads, widen_pipe
 
-__all__ = ["ServerStdio", "Flow", "Inbox"]
-
-
-class Flow:
-    """Write-side flow control shared by the pipe protocols."""
-
-    def __init__(self) -> None:
-        self._resume: asyncio.Future[None] | None = None
-        self.closed = False
-
-    def pause_writing(self) -> None:
-        if self._resume is None:
-            self._resume = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self._resume is not None and not self._resume.done():
-            self._resume.set_result(None)
-        self._resume = None
-
-    async def drain(self) -> None:
-        if self._resume is not None and not self.closed:
-            await asyncio.shield(self._resume)
-
-    def release(self) -> None:
-        self.closed = True
-        self.resume_writing()
-
-
-class Inbox:
-    """Read-side flow control shared by the pipe transports: hands framed messages on
-    in order, and holds those that arrive while :attr:`paused` (at most what one read
-    returned: the reader stops reading once anything is held)."""
-
-    def __init__(self, on_message: OnMessage) -> None:
-        self.on_message = on_message
-        self.paused = False
-        self._held: deque[bytes] = deque()
-
-    @property
-    def hungry(self) -> bool:
-        """Whether the reader should read more: not paused, nothing held."""
-        return not self.paused and not self._held
-
-    def put(self, messages: list[bytes]) -> None:
-        """Hand ``messages`` on, holding the rest as soon as delivering one pauses."""
-        if self._held or self.paused:
-            self._held.extend(messages)
-            self.release()
-            return
-        for i, msg in enumerate(messages):
-            self.on_message(msg)
-            if self.paused:
-                self._held.extend(messages[i + 1 :])
-                return
-
-    def release(self) -> None:
-        """Hand on what is held, until paused again."""
-        held = self._held
-        while held and not self.paused:
-            self.on_message(held.popleft())
-
-    def clear(self) -> None:
-        self._held.clear()
+__all__ = ["ServerStdio"]
 
 
 class _ReadProtocol(asyncio.Protocol):

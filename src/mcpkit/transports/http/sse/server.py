@@ -1,6 +1,6 @@
-"""The deprecated HTTP+SSE transport of 2024-11-05, beside Streamable HTTP (off by
-default: ``asgi_app(sse_transport=True)``; docs/http.md, "The deprecated HTTP+SSE
-transport").
+"""The server's side of the deprecated HTTP+SSE transport of 2024-11-05, beside
+Streamable HTTP (off by default: ``asgi_app(sse_transport=True)``; docs/http.md, "The
+deprecated HTTP+SSE transport").
 
 ``GET /sse`` opens a session: its first event is ``event: endpoint`` whose data is the
 URI to POST to (``/messages?session_id=<hex>``); every message the server sends —
@@ -10,17 +10,21 @@ session ends when the stream closes: its handlers are cancelled, its questions t
 client fail, and a later POST gets 404. Only the legacy era is served (``initialize``,
 a session): a request whose ``_meta`` names a protocol version is answered with an error.
 
-The session is an :class:`~.sse_session.SseSession` (an ``HttpSession``: its engine,
+The session is an :class:`~.session.SseSession` (an ``HttpSession``: its engine,
 server state, owner and change notifications, as on the Streamable HTTP endpoint) kept
-by a :class:`~.sessions.SessionManager` of its own, with the app's ``max_sessions`` and
-no idle timeout: the open stream is the session. The app checks the path, ``Host`` and
-``Origin`` and the bearer token before handing a request here.
+by a :class:`~mcpkit.transports.http.server.sessions.SessionManager` of its own, with
+the app's ``max_sessions`` and no idle timeout: the open stream is the session.
+
+:class:`SseEndpoint` is a middleware in front of the MCP endpoint: it serves its two
+paths and passes every other request on, so the app's checks in front of both — the
+path, ``Host`` and ``Origin``, the bearer token — apply to it alike, and it reuses the
+Streamable HTTP server's ASGI helpers, sessions and shutdown answer
+(``transports/http/server/``), which never import it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from urllib.parse import parse_qs, quote
 
 import msgspec
@@ -32,8 +36,10 @@ from ....protocol.events import CancelReceived, Event, Reply, RequestReceived, R
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....runtime.outbound import Notifier
 from ....runtime.outcome import deliver, run_request
+from ....stores.events import EventStore
 from ...base import RequestHandler
-from .asgi import (
+from ..server.asgi import (
+    ASGIApp,
     ClientDisconnected,
     Headers,
     Receive,
@@ -43,33 +49,36 @@ from .asgi import (
     accepts,
     end_body,
     json_error,
+    local_path,
     read_body,
+    request_headers,
     send_empty,
     send_frame,
     send_json,
     start_sse,
     wait_disconnect,
 )
-from .modern import meta_protocol_version
-from .sessions import SessionManager
-from .shutdown import SHUTDOWN_MESSAGE, last_words
-from .sse_session import WAKE, SseSession, ask
-from .streams import EventStore
+from ..server.edge_auth import CheckScopes
+from ..server.modern import meta_protocol_version
+from ..server.sessions import SessionManager
+from ..server.shutdown import SHUTDOWN_MESSAGE, last_words
+from .session import WAKE, SseSession, ask
 
 __all__ = ["SseEndpoint", "SseSession"]
 
-CheckScopes = Callable[[Engine | None, RequestReceived | None], None]
-
 
 class SseEndpoint:
-    """Serves ``GET sse_path`` (a session's stream) and ``POST messages_path`` (its
-    messages). ``check_scopes`` is the app's scope check (403 insufficient_scope);
-    the other options are the app's, with the same meaning (docs/limits.md). Raises
+    """Middleware that serves ``GET sse_path`` (a session's stream) and ``POST
+    messages_path`` (its messages), and passes every other request to ``app``.
+    ``check_scopes`` is the app's scope check (403 insufficient_scope); the other
+    options are the app's, with the same meaning (docs/limits.md). Raises
     ``ValueError`` for paths that are not paths, or that collide (``mcp_path`` is the
-    MCP endpoint's)."""
+    MCP endpoint's). A :class:`~mcpkit.transports.http.server.lifespan.Part` of the
+    app's lifespan."""
 
     def __init__(
         self,
+        app: ASGIApp,
         handler: RequestHandler,
         store: EventStore,
         *,
@@ -90,6 +99,7 @@ class SseEndpoint:
         self.messages_path = messages_path.rstrip("/") or "/"
         if len({self.sse_path, self.messages_path, mcp_path}) < 3:
             raise ValueError(f"sse_path and messages_path must differ from each other and from the MCP path {mcp_path!r}")
+        self.app = app
         self._handler = handler
         self._store = store
         self.sessions = SessionManager(idle_timeout=float("inf"), max_sessions=max_sessions)
@@ -100,14 +110,17 @@ class SseEndpoint:
         self._check_scopes = check_scopes
         self.draining = False
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = self.route(scope)
+        if endpoint is None:
+            await self.app(scope, receive, send)
+        else:
+            await self.serve(endpoint, scope, receive, send, request_headers(scope))
+
     def route(self, scope: Scope) -> str | None:
         """Which of the two endpoints the request is for (``"sse"``, ``"messages"``),
         below any ``root_path`` (a trailing slash does not matter); None for neither."""
-        path: str = scope.get("path", "")
-        root: str = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :]
-        path = path.rstrip("/") or "/"
+        path = local_path(scope)
         return "sse" if path == self.sse_path else "messages" if path == self.messages_path else None
 
     async def serve(self, endpoint: str, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
@@ -123,6 +136,10 @@ class SseEndpoint:
         else:
             await self.post(scope, receive, send, headers)
 
+    async def start(self) -> None:
+        """Nothing to start: the sessions live while their streams are open."""
+        return None
+
     def begin_shutdown(self) -> None:
         """Refuse new streams (503); end each open one once its requests are answered."""
         self.draining = True
@@ -131,6 +148,10 @@ class SseEndpoint:
     def close(self) -> None:
         """End every session now (its handlers are cancelled)."""
         self.sessions.close_all()
+
+    async def stop(self) -> None:
+        """Nothing to stop once the sessions are closed."""
+        return None
 
     # --- GET: the session's stream -------------------------------------------------------------
 
@@ -266,8 +287,8 @@ class SseEndpoint:
     def _check_request(self, session: SseSession, request: RequestReceived) -> None:
         """Raises :class:`Reject` after forgetting the request: 403 for missing scopes,
         429 past ``max_session_requests`` in progress or while more than
-        :data:`~.sse_session.MAX_BACKLOG` messages or
-        :data:`~.sse_session.MAX_BACKLOG_BYTES` bytes wait for a client that does not
+        :data:`~.session.MAX_BACKLOG` messages or
+        :data:`~.session.MAX_BACKLOG_BYTES` bytes wait for a client that does not
         read its stream."""
         engine = session.engine
         self._check_scopes(engine, request)

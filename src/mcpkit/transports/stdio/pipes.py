@@ -1,5 +1,6 @@
-"""Pipes tuned for JSON-RPC: their buffer, how much is read at a time, and large
-messages written straight from their bytes.
+"""What both sides of stdio share: pipes tuned for JSON-RPC (their buffer, how much is
+read at a time, large messages written straight from their bytes) and the flow control
+of a pipe transport.
 
 - :func:`widen_pipe`: a 1 MiB pipe buffer (Linux), so a large message goes out in a few
   writes, each waking the reader once, instead of one per 64 KiB;
@@ -13,7 +14,13 @@ messages written straight from their bytes.
   message from a ``memoryview`` of it as the pipe becomes writable, beside the transport
   and on the same pipe (through a duplicate of its descriptor, which the event loop lets
   us watch). While it has something left to write, every message goes through it, in
-  order; the transport is used again once it is done.
+  order; the transport is used again once it is done;
+- :class:`Flow` and :class:`Inbox`: the write side and the read side of a pipe
+  transport's flow control. A sender waits (``drain``) while the pipe's writer is paused
+  by asyncio; messages read while the reader is paused are held, in order, and handed on
+  when it resumes — at most what one read returned, since the reader stops reading once
+  anything is held. The server's stdin/stdout (:mod:`.server`) and a spawned server's
+  pipes (:mod:`.process`) both work this way.
 """
 
 from __future__ import annotations
@@ -24,12 +31,14 @@ import stat
 from collections import deque
 from collections.abc import Callable
 
+from ..base import OnMessage
+
 try:
     import fcntl
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["BulkWriter", "BULK_MIN", "widen_pipe", "small_reads"]
+__all__ = ["BulkWriter", "BULK_MIN", "widen_pipe", "small_reads", "Flow", "Inbox"]
 
 #: The pipe buffer :func:`widen_pipe` asks for (Linux lets anyone go up to 1 MiB, the
 #: default ``/proc/sys/fs/pipe-max-size``).
@@ -165,3 +174,75 @@ class BulkWriter:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class Flow:
+    """The write side of a pipe transport's flow control: asyncio's ``pause_writing`` and
+    ``resume_writing`` (or a :class:`BulkWriter` that is busy) open and close it, and
+    senders :meth:`drain` in between. After :meth:`release` (the pipe is gone) nothing
+    waits any more."""
+
+    def __init__(self) -> None:
+        self._resume: asyncio.Future[None] | None = None
+        self.closed = False
+
+    def pause_writing(self) -> None:
+        """The pipe is backed up: :meth:`drain` waits from now on. Never raises."""
+        if self._resume is None:
+            self._resume = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        """The pipe takes writes again: those waiting in :meth:`drain` go on. Never raises."""
+        if self._resume is not None and not self._resume.done():
+            self._resume.set_result(None)
+        self._resume = None
+
+    async def drain(self) -> None:
+        """Wait while the pipe is backed up (returns at once if it is not, or is gone).
+        Cancellation ends the wait alone: the others waiting are not disturbed."""
+        if self._resume is not None and not self.closed:
+            await asyncio.shield(self._resume)
+
+    def release(self) -> None:
+        """The pipe is gone: whoever waits goes on, and nobody waits again. Never raises."""
+        self.closed = True
+        self.resume_writing()
+
+
+class Inbox:
+    """The read side of a pipe transport's flow control: hands framed messages to
+    ``on_message`` in order, and holds those that arrive while :attr:`paused` (at most
+    what one read returned: the reader stops reading once anything is held)."""
+
+    def __init__(self, on_message: OnMessage) -> None:
+        self.on_message = on_message
+        self.paused = False
+        self._held: deque[bytes] = deque()
+
+    @property
+    def hungry(self) -> bool:
+        """Whether the reader should read more: not paused, nothing held."""
+        return not self.paused and not self._held
+
+    def put(self, messages: list[bytes]) -> None:
+        """Hand ``messages`` on, holding the rest as soon as delivering one pauses. Raises
+        only what ``on_message`` raises."""
+        if self._held or self.paused:
+            self._held.extend(messages)
+            self.release()
+            return
+        for i, msg in enumerate(messages):
+            self.on_message(msg)
+            if self.paused:
+                self._held.extend(messages[i + 1 :])
+                return
+
+    def release(self) -> None:
+        """Hand on what is held, until paused again. Raises only what ``on_message`` raises."""
+        held = self._held
+        while held and not self.paused:
+            self.on_message(held.popleft())
+
+    def clear(self) -> None:
+        """Drop what is held (the transport is closing). Never raises."""
+        self._held.clear()

@@ -1,13 +1,15 @@
 """The deprecated HTTP+SSE client transport (2024-11-05), for servers that speak only it.
 
 One ``GET`` stream brings every message from the server; its first event names the
-endpoint that each message to the server is POSTed to (``sse_stream.py``). POSTs go one
+endpoint that each message to the server is POSTed to (:mod:`.stream`). POSTs go one
 at a time, in the order the messages were sent, as the old transport's servers expect
 (``notifications/initialized`` before the next request); each should be answered 202.
 This transport carries the legacy era only: it answers a ``server/discover`` probe
 itself with -32601, so a client that negotiates falls back to ``initialize``.
 ``HttpTransport`` switches to it on its own when a server refuses its first POST and
-speaks this transport instead (``sse_fallback.py``).
+speaks this transport instead (:mod:`.fallback`). It is built from the Streamable HTTP
+client's parts (``transports/http/client/``: the connection, the HTTP exchanges, the
+error responses, the settings' checks), which never import it.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ from ....protocol.engine import encode, is_request_id
 from ....protocol.errors import METHOD_NOT_FOUND, ConnectionClosed
 from ....protocol.events import RequestId
 from ....runtime.channel import OnClose, OnMessage
-from .connection import Connection
-from .exchange import Dropped, HttpExchange, Lost
-from .failures import Failures, OnRequestLost
-from .inbound import Inbound
-from .settings import check_count, check_seconds
-from .sse_stream import EventStream
-from .wire import ERROR_BODY_LIMIT, decode_out
+from ..client.connection import Connection
+from ..client.exchange import Dropped, HttpExchange, Lost
+from ..client.failures import Failures, OnRequestLost
+from ..client.inbound import Inbound
+from ..client.settings import check_count, check_seconds
+from ..client.wire import ERROR_BODY_LIMIT, decode_out
+from .stream import EventStream
 
 if TYPE_CHECKING:
     import httpx
@@ -45,7 +47,7 @@ _QUEUE_HIGH: Final = 32
 
 
 class _Target:
-    """What an :class:`~.exchange.HttpExchange` reads of the transport, for one URL
+    """What an :class:`~mcpkit.transports.http.client.exchange.HttpExchange` reads of the transport, for one URL
     (the stream's, or the endpoint once known); the rest is read from the transport
     each time, so changed headers apply to the next request."""
 
