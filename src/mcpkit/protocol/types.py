@@ -19,6 +19,9 @@ from .content import AudioContent, Content, EmbeddedResource, ImageContent, Reso
 from .params import (
     CallToolParams,
     CompleteParams,
+    CompletionArgument as CompletionArgument,
+    CompletionContext as CompletionContext,
+    CompletionRef as CompletionRef,
     CursorParams,
     GetPromptParams,
     InitializeParams,
@@ -26,12 +29,7 @@ from .params import (
     ReadResourceParams,
     SetLevelParams,
 )
-from .params import CompletionArgument as CompletionArgument
-from .params import CompletionContext as CompletionContext
-from .params import CompletionRef as CompletionRef
-from .wire import LOG_LEVELS, Annotations, Icon, Implementation, LogLevel
-from .wire import Meta as Meta
-from .wire import WireStruct as WireStruct
+from .wire import LOG_LEVELS, Annotations, Icon, Implementation, LogLevel, Meta as Meta, WireStruct as WireStruct
 
 __all__ = [
     "LOG_LEVELS",
