@@ -1,7 +1,7 @@
 """Hostile: a seeded fuzz of a real server over stdio and over Streamable HTTP, both eras.
 
-Each case (built by tests/servers/hostile_fuzz_cases.py from valid requests to
-tests/servers/hostile_fuzz_server.py, then mutated) is sent on its own, and judged:
+Each case (built by tests/support/servers/hostile_fuzz_cases.py from valid requests to
+tests/support/servers/hostile_fuzz_server.py, then mutated) is sent on its own, and judged:
 
 * HTTP: never a 5xx; a request with a valid id gets exactly one JSON-RPC response with
   that id, or a plain 4xx refusal of docs/http.md ("HTTP status codes");
@@ -34,7 +34,9 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import LEGACY, MODERN, free_port, listening, load_server, rss_kib, server_command
+from support.eras import LEGACY, MODERN
+from support.ports import free_port
+from support.processes import listening, load_server, rss_kib, server_command
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -2,7 +2,7 @@
 
 Each test is one attack, run on 127.0.0.1 against a real uvicorn: in a thread of this
 process where the test inspects the app's state, or in a subprocess
-(tests/servers/hostile_http.py) where a descriptor limit or a signal matters.
+(tests/support/servers/hostile_http.py) where a descriptor limit or a signal matters.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ import httpx
 import pytest
 import uvicorn
 
-from conftest import LEGACY, MODERN, free_port, listening, load_server, server_command
 from mcpkit import InMemoryEventStore
 from mcpkit.transports.http.server.app import StreamableHTTPApp
 from mcpkit.transports.http.server.sessions import HttpSession, SessionManager
+from support.eras import LEGACY, MODERN
+from support.ports import free_port
+from support.processes import listening, load_server, server_command
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -65,7 +67,7 @@ def _serve(app: Any) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _spawn(mode: str, nofile: int | None = None, http: str = "auto") -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """Run tests/servers/hostile_http.py in ``mode`` on the ``http`` parser (optionally with a descriptor limit)."""
+    """Run tests/support/servers/hostile_http.py in ``mode`` on the ``http`` parser (optionally with a descriptor limit)."""
     port = free_port()
 
     def limit() -> None:

@@ -24,12 +24,13 @@ from typing import Any
 
 import pytest
 
-from conftest import MODERN, rss_kib, server_command
 from mcpkit.protocol.engine import Engine
 from mcpkit.protocol.events import Reply, RequestReceived
 from mcpkit.runtime.peer import Peer
 from mcpkit.transports.memory import memory_pair
 from mcpkit.transports.process import StdioTransport
+from support.eras import MODERN
+from support.processes import rss_kib, server_command
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,7 +44,7 @@ def call_line(rid: int, name: str = "echo", arguments: dict[str, Any] | None = N
 
 
 class Proc:
-    """The test's end of the pipes to ``tests/servers/hostile_stdio.py``."""
+    """The test's end of the pipes to ``tests/support/servers/hostile_stdio.py``."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc

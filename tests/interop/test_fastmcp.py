@@ -1,12 +1,12 @@
 """Interop with FastMCP (PyPI ``fastmcp``, pinned in the ``test`` extra), over stdio and
 Streamable HTTP.
 
-1. FastMCP's client against mcpkit (tests/servers/interop_target.py) in both of its
+1. FastMCP's client against mcpkit (tests/support/servers/interop_target.py) in both of its
    modes, ``mode="legacy"`` (``initialize``: 2025-11-25) and ``mode="auto"``
    (``server/discover``: 2026-07-28): list, call (success and every error kind), read,
    get a prompt, progress, logging; and its automatic pagination over mcpkit's pages
-   (tests/servers/dynamic.py lists three per page).
-2. mcpkit's client against a FastMCP server (tests/servers/fastmcp_server.py, pages of
+   (tests/support/servers/dynamic.py lists three per page).
+2. mcpkit's client against a FastMCP server (tests/support/servers/fastmcp_server.py, pages of
    two), at 2026-07-28, at 2025-11-25 and negotiated: list every page, call, read, get,
    progress, logging.
 
@@ -31,8 +31,11 @@ from fastmcp.client.transports import PythonStdioTransport
 from fastmcp.exceptions import ToolError as FastToolError
 from mcp.shared.exceptions import MCPError
 
-from conftest import ERAS, LEGACY, MODERN, SERVERS, free_port, listening, server_command
 from mcpkit import Client, ClientOptions, HttpTransport, McpError, StdioTransport, TextContent
+from support.eras import ERAS, LEGACY, MODERN
+from support.paths import SERVERS
+from support.ports import free_port
+from support.processes import listening, server_command
 
 WHERE = ["stdio", "http"]
 MODES = [pytest.param("auto", id="auto"), pytest.param("legacy", id="legacy")]
