@@ -1,5 +1,6 @@
-"""The error-handling walkthrough runs as the README says, over stdio and over HTTP,
-and shows every outcome it promises."""
+"""The programs of examples/ run as the docs say and show what they promise: the
+error-handling walkthrough (as the README says, over stdio and over HTTP) and the resilient
+client (a supervised server, retries, a fallback)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,24 @@ def test_walkthrough(args: list[str]) -> None:
     assert "/srv/secret" not in proc.stdout
     assert "/srv/prompts" not in proc.stdout
     assert "speaking 2026-07-28 (modern era)" in proc.stdout
+
+
+def test_the_resilient_client_example_runs() -> None:
+    """examples/resilient_client.py: a supervised server, retries, and a fallback once the client gives up."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "resilient_client.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert out.splitlines() == [
+        "quote: ACME 42.00",
+        "order: ConnectionClosed, not sent again",
+        "quote after the restart: ACME 42.00",
+        "the feed crashed: the client restarted it",
+        "fallback: cached quote ACME 41.50",
+        "events: attempt=3 disconnect=2 restart=1 reconnect=1 reconnect_failed=1",
+    ], proc.stderr

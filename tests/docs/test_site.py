@@ -108,12 +108,6 @@ def test_every_public_name_has_a_docstring() -> None:
     assert not missing, f"public names without a docstring: {missing}"
 
 
-def test_readme_test_command_is_what_ci_runs() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = next(line for line in readme.splitlines() if ".venv/bin/python -m pytest" in line)
-    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-
-
 # --- (c) the site in a browser -------------------------------------------------------------
 
 

@@ -27,18 +27,17 @@ from mcpkit import (
     ClientOptions,
     ElicitResult,
     HttpTransport,
-    InMemorySessionStore,
     McpError,
     NodeMessage,
     RedisStore,
-    Server,
     SessionRecord,
     StoreUnavailable,
     TaskRecord,
     TaskStoreFull,
 )
 from mcpkit.stores.bus import Change
-from support.nodes import LEGACY, MODERN, Node, RawSession, Redis, haproxy, haproxy_config, load, require_binaries, tool_call
+from support.eras import LEGACY, MODERN
+from support.nodes import Node, RawSession, Redis, haproxy, haproxy_config, load, require_binaries, tool_call
 from support.ports import free_port
 
 pytestmark = pytest.mark.timeout(60)
@@ -178,36 +177,6 @@ async def test_the_redis_stores(deployment: Deployment) -> None:
             await down.events.store_event("s1-1", b"x")
     finally:
         await down.aclose()
-
-
-async def test_the_in_memory_session_store() -> None:
-    now = [1000.0]
-    store = InMemorySessionStore(clock=lambda: now[0])
-    record = SessionRecord(session_id="s", protocol_version=LEGACY)
-    await store.create(record, 10)
-    assert not store.shared
-    now[0] += 8
-    assert await store.load("s", 10) is not None  # restarts its time to live
-    now[0] += 8
-    assert await store.load("s", 10) is not None
-    now[0] += 11
-    assert await store.load("s", 10) is None
-    await store.create(SessionRecord(session_id="t", protocol_version=LEGACY), 10)
-    assert len(store) == 1
-
-
-async def test_health_endpoints() -> None:
-    """Liveness always; readiness until the app drains; neither needs the MCP path."""
-    app = Server("health").asgi_app(health_path="/healthz")
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
-        live, ready = await http.get("/healthz"), await http.get("/healthz/ready")
-        assert (live.status_code, live.text, ready.status_code, ready.text) == (200, "ok\n", 200, "ready\n")
-        assert live.headers["cache-control"] == "no-store"
-        app.begin_shutdown()
-        live, ready = await http.get("/healthz"), await http.get("/healthz/ready")
-        assert (live.status_code, ready.status_code, ready.text) == (200, 503, "not ready: draining\n")
-        assert (await http.get("/healthz/other")).status_code == 404
-    app.close()
 
 
 # --- legacy: any node serves any request of a session -----------------------------------------

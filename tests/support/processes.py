@@ -15,7 +15,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import httpx
+
 from support.paths import SERVERS
+from support.ports import free_port
 
 
 def server_command(name: str, *args: str) -> list[str]:
@@ -86,3 +89,63 @@ def listening(command: list[str], port: int, *, timeout: float = 20.0, **popen: 
         stop(proc, timeout=5)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+# --- several HTTP servers of tests/support/servers/, started at once ------------------------------
+
+
+#: Server scripts that serve on a listening socket the test bound (``--fd``).
+INHERIT_SOCKET = {"http_fake.py"}
+
+
+def _start(script: str, flags: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """Spawn a server script. One that takes ``--fd`` gets a socket bound and listening
+    here, so no other process can take its port between choosing and binding it."""
+    if script not in INHERIT_SOCKET:
+        port = free_port()
+        return subprocess.Popen([sys.executable, str(SERVERS / script), str(port), *flags], stdout=subprocess.DEVNULL), port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        fd = sock.fileno()
+        cmd = [sys.executable, str(SERVERS / script), "--fd", str(fd), *flags]
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, pass_fds=[fd]), int(sock.getsockname()[1])
+
+
+def _wait_listening(name: str, script: str, proc: subprocess.Popen[bytes], port: int, deadline: float) -> None:
+    """Return once the server answers on ``port``: an HTTP answer from a server on an
+    inherited socket (connections queue there from the start), else a TCP connection."""
+    if script in INHERIT_SOCKET:
+        with httpx.Client(timeout=max(1.0, deadline - time.monotonic())) as http:
+            assert http.get(f"http://127.0.0.1:{port}/_log").status_code == 200, f"server {name} is not the fake"
+        return
+    while True:
+        assert proc.poll() is None, f"server {name} exited with {proc.returncode}"
+        assert time.monotonic() < deadline, f"server {name} did not start listening"
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def servers(commands: dict[str, list[str]]) -> Iterator[dict[str, str]]:
+    """Start every server at once; yield name -> base URL once all listen (30 s at most)."""
+    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    try:
+        for name, args in commands.items():
+            procs[name] = _start(args[0], args[1:])
+        deadline = time.monotonic() + 30
+        for name, (proc, port) in procs.items():
+            _wait_listening(name, commands[name][0], proc, port, deadline)
+        yield {name: f"http://127.0.0.1:{port}" for name, (_, port) in procs.items()}
+    finally:
+        for proc, _ in procs.values():
+            proc.terminate()
+        for proc, _ in procs.values():
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

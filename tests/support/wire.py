@@ -103,6 +103,7 @@ def open_session(
     extra = headers or {}
     resp = http.post(url, json=initialize(version, capabilities=capabilities), headers={**legacy_headers(None, version), **extra})
     assert resp.status_code == 200, resp.text
+    assert messages(resp)[-1]["result"]["protocolVersion"] == version, resp.text
     session = {**legacy_headers(resp.headers["mcp-session-id"], version), **extra}
     note = http.post(url, json=INITIALIZED, headers=session)
     assert note.status_code == 202, note.text
@@ -123,6 +124,7 @@ async def aopen_session(
         url, json=initialize(version, capabilities=capabilities), headers={**legacy_headers(None, version), **extra}
     )
     assert resp.status_code == 200, resp.text
+    assert messages(resp)[-1]["result"]["protocolVersion"] == version, resp.text
     session = {**legacy_headers(resp.headers["mcp-session-id"], version), **extra}
     note = await http.post(url, json=INITIALIZED, headers=session)
     assert note.status_code == 202, note.text

@@ -1,82 +1,28 @@
 """The ``mcpkit`` command, driven as a subprocess: against a stdio server
-(tests/support/servers/cli_app.py), the same served over HTTP (by itself and by ``mcpkit run
---http``) and ``@modelcontextprotocol/server-everything``; exit codes, ``--json``
-output parsed, the progress bar rendered under a pseudo-terminal, and ``mcpkit dev``
-with the MCP Inspector (tests/peers.py pins and installs it)."""
+(tests/support/servers/cli_app.py) and the same served over HTTP (by itself and by ``mcpkit
+run --http``); exit codes, ``--json`` output parsed, the progress bar rendered under a
+pseudo-terminal, and ``mcpkit dev`` without node. Against server-everything and with the
+MCP Inspector: tests/interop/test_cli.py."""
 
 from __future__ import annotations
 
-import json
 import os
-import pty
-import select
-import shlex
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import peers
+from support.cli import APP, MCPKIT, STDIO, as_json, mcpkit, run_in_pty
 from support.eras import LEGACY, MODERN
-from support.paths import ROOT, SERVERS
 from support.ports import free_port
 from support.processes import listening
 
 pytestmark = pytest.mark.timeout(60)
 
-APP = str(SERVERS / "cli_app.py")
-#: The stdio target: a command line, as a person would type it.
-STDIO = f"python {APP}"
-MCPKIT = [sys.executable, "-m", "mcpkit.cli"]
 ERA_NAMES = [pytest.param("modern", id="modern"), pytest.param("legacy", id="legacy")]
-
-
-def mcpkit(
-    *args: str, timeout: float = 30, env: dict[str, str] | None = None, cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*MCPKIT, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
-
-
-def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
-    assert proc.stdout, proc.stderr
-    return json.loads(proc.stdout)
-
-
-def run_in_pty(command: list[str], timeout: float = 30) -> tuple[int, str]:
-    """Run ``command`` with stdin, stdout and stderr on a pseudo-terminal; its exit code
-    and everything it wrote there."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, close_fds=True)
-    os.close(slave)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the other side is closed
-                break
-            if not data:
-                break
-            chunks.append(data)
-        code = proc.wait(10)
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return code, b"".join(chunks).decode(errors="replace")
 
 
 # --- the command itself ----------------------------------------------------------------------
@@ -89,21 +35,6 @@ def test_the_script_and_the_module_run() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("mcpkit ")
     assert "list" in mcpkit("--help").stdout
-
-
-def test_the_library_does_not_import_the_command_line() -> None:
-    code = (
-        "import asyncio, sys\n"
-        "from mcpkit import Client, Server\n"
-        "server = Server('s')\n"
-        "async def main():\n"
-        "    async with Client(server) as client:\n"
-        "        await client.list_tools()\n"
-        "asyncio.run(main())\n"
-        "print(sorted(m for m in ('click', 'rich', 'mcpkit.cli', 'opentelemetry') if m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30).stdout
-    assert out.strip() == "[]"
 
 
 # --- stdio -------------------------------------------------------------------------------------
@@ -274,25 +205,6 @@ def test_run_explains_a_missing_server(tmp_path: Path) -> None:
 # --- server-everything ---------------------------------------------------------------------------
 
 
-def test_against_server_everything(everything: list[str]) -> None:
-    target = " ".join(everything)
-    listed = mcpkit("list", target, "--json", timeout=60)
-    assert listed.returncode == 0, listed.stderr
-    tools = [t["name"] for t in as_json(listed)["tools"]]
-    assert {"echo", "get-sum", "trigger-long-running-operation"} <= set(tools)
-    echoed = mcpkit("call", target, "echo", '{"message": "hi from mcpkit"}', timeout=60)
-    assert echoed.returncode == 0, echoed.stderr
-    assert "hi from mcpkit" in echoed.stdout
-    total = as_json(mcpkit("call", target, "get-sum", "-a", "a=2", "-a", "b=40", "--json", timeout=60))
-    assert "42" in total["content"][0]["text"]
-    assert mcpkit("call", target, "no-such-tool", timeout=60).returncode in (1, 2)
-    code, screen = run_in_pty([*MCPKIT, "call", target, "trigger-long-running-operation", '{"duration": 1, "steps": 4}'])
-    assert code == 0, screen
-    assert "Long running operation completed" in screen
-    assert "4/4" in screen
-    assert "━" in screen
-
-
 # --- mcpkit dev ------------------------------------------------------------------------------------
 
 
@@ -302,61 +214,3 @@ def test_dev_without_node_says_what_to_do(tmp_path: Path) -> None:
     assert proc.returncode == 69
     assert "npm was not found" in proc.stderr
     assert "@modelcontextprotocol/inspector@2.12.0" in proc.stderr
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        assert proc.poll() is None, f"mcpkit dev exited with {proc.returncode}"
-        assert time.monotonic() < deadline, f"nothing listens on {port}"
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-
-
-@pytest.mark.timeout(180)
-def test_dev_serves_the_app_and_the_inspector(inspector: peers.Inspector, tmp_path: Path) -> None:
-    port, ui_port = free_port(), free_port()
-    env = {**os.environ, "MCPKIT_INSPECTOR_DIR": str(peers.INSPECTOR_PREFIX), "HOME": str(tmp_path)}
-    command = [*MCPKIT, "dev", APP, "--port", str(port), "--inspector-port", str(ui_port), "--no-open"]
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait_port(ui_port, proc, 90)
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/", timeout=10) as page:
-            assert page.status == 200
-            assert b"<html" in page.read().lower()
-        called = mcpkit("call", f"http://127.0.0.1:{port}/mcp", "echo", "-a", "text=dev")
-        assert (called.returncode, called.stdout) == (0, "dev\n"), called.stderr
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        assert proc.stdout is not None
-        output = proc.stdout.read().decode(errors="replace")
-        proc.stdout.close()
-    assert "MCP Inspector" in output
-    for closed in (port, ui_port):
-        with pytest.raises(ConnectionRefusedError):
-            socket.create_connection(("127.0.0.1", closed), 0.5).close()
-
-
-def test_the_readme_quick_start() -> None:
-    """The README's commands against the walkthrough server, with the exit codes it shows."""
-    readme = (ROOT / "README.md").read_text()
-    lines = [line for line in readme.splitlines() if line.startswith(".venv/bin/mcpkit ")]
-    assert len(lines) == 5, lines
-    expected = {"list": 0, "success": 0, "throw_error": 1, "slow": 0}
-    for line in lines:
-        command = line.split("   #")[0].split("; echo")[0]
-        args = shlex.split(command)[1:]
-        proc = mcpkit(*args)
-        want = 3 if "--timeout" in args else expected[args[2] if args[0] == "call" else "list"]
-        assert proc.returncode == want, (line, proc.stdout, proc.stderr)
-        if "success" in args:
-            assert proc.stdout == "Success: hello\n"
-        if "--timeout" in args:
-            assert json.loads(proc.stdout)["exitCode"] == 3

@@ -1,18 +1,15 @@
 """The Streamable HTTP client transport against real servers on 127.0.0.1.
 
-Servers run as subprocesses on free ports: one built with the official SDK (``mcp``) in
-each of its modes (tests/support/servers/http_official.py) and a scripted raw-ASGI server for the
-error paths, stream resumption and session expiry (tests/support/servers/http_fake.py).
+Servers run as subprocesses on free ports: mcpkit's own in each response mode
+(tests/support/servers/http_mcpkit.py) and a scripted raw-ASGI server for the error paths,
+stream resumption and session expiry (tests/support/servers/http_fake.py). Against the
+official SDK's server: tests/interop/test_http_client_official_server.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,86 +17,19 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit import Client, ClientOptions, ConnectionClosed, HttpTransport, McpError, RequestTimeout
-from mcpkit.protocol.headers import decode_header_value, encode_header_value, x_mcp_header_map
-from support.paths import SERVERS
+from mcpkit import Client, ClientOptions, ConnectionClosed, HttpTransport, McpError, RequestTimeout, Server
+from support.eras import MODERN as MODERN_VERSION
 from support.ports import free_port
+from support.processes import load_server, servers
+from support.serving import serve_in_thread
 
 LEGACY = ClientOptions(protocol_version="2025-11-25")
 MODERN = ClientOptions(protocol_version="2026-07-28")
-OFFICIAL_MODES = {
-    "stateless-json": [],
-    "stateless-sse": ["--sse"],
-    "stateful-json": ["--stateful"],
-    "stateful-sse": ["--stateful", "--sse", "--event-store"],
-}
-
-
-INHERIT_SOCKET = {"http_fake.py"}  # scripts that serve on a listening socket the test bound (``--fd``)
-
-
-def _start(script: str, flags: list[str]) -> tuple[subprocess.Popen[bytes], int]:
-    """Spawn a server script. One that takes ``--fd`` gets a socket bound and listening
-    here, so no other process can take its port between choosing and binding it."""
-    if script not in INHERIT_SOCKET:
-        port = free_port()
-        return subprocess.Popen([sys.executable, str(SERVERS / script), str(port), *flags], stdout=subprocess.DEVNULL), port
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        fd = sock.fileno()
-        cmd = [sys.executable, str(SERVERS / script), "--fd", str(fd), *flags]
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, pass_fds=[fd]), int(sock.getsockname()[1])
-
-
-def _wait_listening(name: str, script: str, proc: subprocess.Popen[bytes], port: int, deadline: float) -> None:
-    """Return once the server answers on ``port``: an HTTP answer from a server on an
-    inherited socket (connections queue there from the start), else a TCP connection."""
-    if script in INHERIT_SOCKET:
-        with httpx.Client(timeout=max(1.0, deadline - time.monotonic())) as http:
-            assert http.get(f"http://127.0.0.1:{port}/_log").status_code == 200, f"server {name} is not the fake"
-        return
-    while True:
-        assert proc.poll() is None, f"server {name} exited with {proc.returncode}"
-        assert time.monotonic() < deadline, f"server {name} did not start listening"
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-
-
-@contextlib.contextmanager
-def _servers(commands: dict[str, list[str]]) -> Iterator[dict[str, str]]:
-    """Start every server at once; yield name -> base URL once all listen (30 s at most)."""
-    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
-    try:
-        for name, args in commands.items():
-            procs[name] = _start(args[0], args[1:])
-        deadline = time.monotonic() + 30
-        for name, (proc, port) in procs.items():
-            _wait_listening(name, commands[name][0], proc, port, deadline)
-        yield {name: f"http://127.0.0.1:{port}" for name, (_, port) in procs.items()}
-    finally:
-        for proc, _ in procs.values():
-            proc.terminate()
-        for proc, _ in procs.values():
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-@pytest.fixture(scope="module")
-def official() -> Iterator[dict[str, str]]:
-    with _servers({mode: ["http_official.py", *flags] for mode, flags in OFFICIAL_MODES.items()}) as urls:
-        yield {mode: url + "/mcp" for mode, url in urls.items()}
 
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[str]:
-    with _servers({"fake": ["http_fake.py"]}) as urls:
+    with servers({"fake": ["http_fake.py"]}) as urls:
         yield urls["fake"]
 
 
@@ -130,75 +60,6 @@ def _text(result: Any) -> str:
     return text
 
 
-# --- the official SDK's server, every mode, both eras -----------------------------------------
-
-
-@pytest.mark.parametrize("mode", list(OFFICIAL_MODES))
-@pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_official_server_end_to_end(official: dict[str, str], mode: str, era: str) -> None:
-    transport = HttpTransport(official[mode])
-    async with Client(transport, ClientOptions() if era == "modern" else LEGACY) as client:
-        assert client.era == era
-        assert (transport.session_id is not None) == (era == "legacy" and mode.startswith("stateful"))
-        tools = await client.list_tools()
-        assert {"echo", "count", "block", "region"} <= {t.name for t in tools.tools}
-        assert _text(await client.call_tool("echo", {"text": "héllo"})) == "héllo"
-        contents = (await client.read_resource("data://hello")).contents
-        assert contents[0].text == "hello world"
-        progress: list[tuple[float, float | None, str | None]] = []
-        result = await client.call_tool("count", {"steps": 3}, on_progress=lambda p, t, m: progress.append((p, t, m)))
-        assert _text(result) == "counted"
-        if mode.endswith("sse"):  # JSON responses have nowhere to put notifications
-            assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
-
-
-async def test_official_server_checks_mirrored_param_headers(official: dict[str, str]) -> None:
-    async with Client(HttpTransport(official["stateless-json"])) as client:
-        assert client.era == "modern"
-        # Not listed yet: the server answers HeaderMismatch, the transport lists the tools and retries.
-        assert _text(await client.call_tool("region", {"region": "us-west1", "query": "q"})) == "us-west1|q"
-        for value in ("Hello, 世界", " padded ", "=?base64?literal?=", "line1\nline2"):
-            assert _text(await client.call_tool("region", {"region": value, "query": "q"})) == f"{value}|q"
-
-
-@pytest.mark.parametrize(("mode", "options"), [("stateless-sse", None), ("stateful-sse", LEGACY), ("stateful-json", LEGACY)])
-async def test_official_server_sees_deadline_as_cancellation(
-    official: dict[str, str], mode: str, options: ClientOptions | None
-) -> None:
-    tag = f"deadline-{mode}-{options is not None}"
-    async with Client(HttpTransport(official[mode]), options) as client:
-        started = time.monotonic()
-        with pytest.raises(RequestTimeout) as info:
-            await client.call_tool("block", {"seconds": 10, "tag": tag}, timeout=1.0)
-        assert info.value.local
-        assert time.monotonic() - started < 5  # the deadline, not the handler's 10 s
-        assert _text(await client.call_tool("settled", {"tag": tag})) == "cancelled"
-
-
-async def test_official_server_stream_resumed_with_last_event_id(official: dict[str, str]) -> None:
-    transport = HttpTransport(official["stateful-sse"])
-    async with Client(transport, LEGACY) as client:
-        progress: list[float] = []
-        result = await client.call_tool("polled", {"steps": 6}, on_progress=lambda p, t, m: progress.append(p))
-        assert _text(result) == "polled"
-        assert progress == [1, 2, 3, 4, 5, 6]
-
-
-async def test_official_server_session_deleted_behind_the_clients_back(official: dict[str, str]) -> None:
-    transport = HttpTransport(official["stateful-json"])
-    async with Client(transport, LEGACY) as client:
-        old = transport.session_id
-        assert old is not None
-        async with httpx.AsyncClient() as http:
-            gone = await http.delete(
-                official["stateful-json"], headers={"Mcp-Session-Id": old, "MCP-Protocol-Version": "2025-11-25"}
-            )
-            assert gone.status_code == 200
-            assert (await http.post(official["stateful-json"], headers={"Mcp-Session-Id": old}, json={})).status_code == 404
-        assert _text(await client.call_tool("echo", {"text": "again"})) == "again"
-        assert transport.session_id not in (None, old)
-
-
 # --- mcpkit's own HTTP server, both eras ---------------------------------------------------------
 
 MCPKIT_MODES = {"auto": [], "json": ["--json"], "sse": ["--sse"]}
@@ -206,7 +67,7 @@ MCPKIT_MODES = {"auto": [], "json": ["--json"], "sse": ["--sse"]}
 
 @pytest.fixture(scope="module")
 def mcpkit_server() -> Iterator[dict[str, str]]:
-    with _servers({mode: ["http_mcpkit.py", *flags] for mode, flags in MCPKIT_MODES.items()}) as urls:
+    with servers({mode: ["http_mcpkit.py", *flags] for mode, flags in MCPKIT_MODES.items()}) as urls:
         yield {mode: url + "/mcp" for mode, url in urls.items()}
 
 
@@ -258,7 +119,7 @@ async def test_connection_refused_is_connection_closed_quickly(options: ClientOp
 
 
 async def test_server_going_away_fails_pending_and_later_requests() -> None:
-    with _servers({"doomed": ["http_fake.py"]}) as urls:
+    with servers({"doomed": ["http_fake.py"]}) as urls:
         client = Client(HttpTransport(urls["doomed"] + "/modern"))
         await client.connect()
     try:
@@ -454,54 +315,6 @@ async def test_legacy_deadline_posts_cancelled(fake: str) -> None:
 # --- pieces -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("value", "encoded"),
-    [
-        ("us-west1", "us-west1"),
-        ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
-        (" padded ", "=?base64?IHBhZGRlZCA=?="),
-        ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
-        ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
-        ("a b", "a b"),
-        ("tab\there", "=?base64?dGFiCWhlcmU=?="),
-    ],
-)
-def test_header_value_encoding(value: str, encoded: str) -> None:
-    assert encode_header_value(value) == encoded
-    assert decode_header_value(encoded) == value
-
-
-def test_malformed_sentinel_decodes_to_none() -> None:
-    assert decode_header_value("=?base64?not base64!?=") is None
-    assert decode_header_value("=?base64?//8=?=") is None  # not UTF-8
-    assert decode_header_value("=?base64?SGk?=") is None  # not canonical (padding)
-
-
-def test_x_mcp_header_map() -> None:
-    schema = {
-        "type": "object",
-        "properties": {
-            "a": {"type": "string", "x-mcp-header": "A"},
-            "o": {"type": "object", "properties": {"b": {"type": "integer", "x-mcp-header": "B-2"}}},
-            "c": {"type": "number"},
-        },
-    }
-    assert x_mcp_header_map(schema) == {("a",): "A", ("o", "b"): "B-2"}
-    assert x_mcp_header_map(None) == {}
-    bad = [
-        {"properties": {"a": {"type": "number", "x-mcp-header": "A"}}},
-        {"properties": {"a": {"type": "string", "x-mcp-header": "has space"}}},
-        {"properties": {"a": {"type": "string", "x-mcp-header": ""}}},
-        {"properties": {"a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}},
-        {"properties": {"a": {"anyOf": [{"type": "string", "x-mcp-header": "A"}]}}},
-        {"$defs": {"d": {"type": "string", "x-mcp-header": "A"}}},
-        {"type": "string", "x-mcp-header": "Root"},
-    ]
-    for schema in bad:
-        with pytest.raises(ValueError, match="x-mcp-header"):
-            x_mcp_header_map(schema)
-
-
 async def test_close_is_idempotent_and_send_after_close_is_dropped() -> None:
     transport = HttpTransport("http://127.0.0.1:9/mcp")
     closed: list[str | None] = []
@@ -510,3 +323,85 @@ async def test_close_is_idempotent_and_send_after_close_is_dropped() -> None:
     await transport.close()
     transport.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
     assert closed == ["closed"]
+
+
+# --- a client's modern revision refused with -32022 mid-session ---------------------------------------
+
+POLLING: Server = load_server("polling_http").server
+
+
+class _Refusing:
+    """An ASGI wrapper: the first ``refusals`` modern requests get -32022 (HTTP 400) with
+    ``data.supported`` = ``offered``; the rest reach the app. Records each request's
+    method and protocol version header."""
+
+    def __init__(self, app: Any, offered: list[str], refusals: int) -> None:
+        self.app, self.offered, self.refusals = app, offered, refusals
+        self.seen: list[tuple[str, str | None]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = json.loads(b"".join(chunks))
+        version = dict(scope["headers"]).get(b"mcp-protocol-version", b"").decode() or None
+        self.seen.append((body.get("method"), version))
+        if "id" in body and self.refusals > 0:
+            self.refusals -= 1
+            error = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": self.offered}}
+            raw = json.dumps({"jsonrpc": "2.0", "id": body["id"], "error": error}).encode()
+            await send({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": raw})
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            message: dict[str, Any] = await receive()
+            return message
+
+        await self.app(scope, replay, send)
+
+
+async def test_a_32022_mid_session_is_retried_once_with_an_offered_version() -> None:
+    app = _Refusing(POLLING.asgi_app(), [MODERN_VERSION, "2025-11-25"], refusals=1)
+    with serve_in_thread(app) as port:
+        options = ClientOptions(protocol_version=MODERN_VERSION, request_timeout=5)
+        async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), options) as client:
+            result = await client.call_tool("echo", {"text": "retried"})
+            assert result.content[0].text == "retried"  # type: ignore[union-attr]
+            assert client.protocol_version == MODERN_VERSION
+            await client.list_tools()
+    assert app.seen == [("tools/call", MODERN_VERSION), ("tools/call", MODERN_VERSION), ("tools/list", MODERN_VERSION)]
+
+
+async def test_a_32022_offering_nothing_we_speak_is_raised() -> None:
+    app = _Refusing(POLLING.asgi_app(), ["2099-01-01", "2025-11-25"], refusals=99)
+    with serve_in_thread(app) as port:
+        options = ClientOptions(protocol_version=MODERN_VERSION, request_timeout=5)
+        async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), options) as client:
+            with pytest.raises(McpError) as caught:
+                await client.call_tool("echo", {"text": "x"})
+    assert caught.value.code == -32022
+    assert not caught.value.local
+    assert app.seen == [("tools/call", MODERN_VERSION)]
+
+
+async def test_a_32022_for_the_retry_too_is_raised_after_one_retry() -> None:
+    app = _Refusing(POLLING.asgi_app(), [MODERN_VERSION], refusals=99)
+    with serve_in_thread(app) as port:
+        options = ClientOptions(protocol_version=MODERN_VERSION, request_timeout=5)
+        async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), options) as client:
+            with pytest.raises(McpError) as caught:
+                await client.list_tools()
+    assert caught.value.code == -32022
+    assert app.seen == [("tools/list", MODERN_VERSION), ("tools/list", MODERN_VERSION)]

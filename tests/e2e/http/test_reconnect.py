@@ -1,5 +1,5 @@
 """Reconnection over Streamable HTTP (issue 12, item 3), over real loopback HTTP: a real
-server process killed and started again on the same port, a TCP proxy (tests/faults.py)
+server process killed and started again on the same port, a TCP proxy (tests/support/faults.py)
 that cuts one kept-alive connection, and a server that never comes back. The servers'
 own logs and counters prove what reached them."""
 
@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
 import threading
 import time
-import types
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,6 @@ import pytest
 
 from mcpkit import (
     Client,
-    ClientEvent,
     ClientOptions,
     ConnectionClosed,
     Context,
@@ -35,77 +31,13 @@ from mcpkit import (
 )
 from support.eras import ERAS, LEGACY, MODERN
 from support.faults import FaultProxy
-from support.paths import SERVERS
 from support.ports import free_port
 from support.processes import load_server
+from support.resilient import Events, logged, resilient_server
 from support.serving import serve_in_thread
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(90)
-
-#: tests/support/servers/resilient.py served over HTTP in a process of its own, its log in a file:
-#: ``python -c SCRIPT RESILIENT_PY LOG PORT [sse]`` (``sse``: the HTTP+SSE transport too, on /sse).
-_SERVE_RESILIENT = """
-import importlib.util, os, sys, time
-from pathlib import Path
-spec = importlib.util.spec_from_file_location("resilient", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-sys.modules["resilient"] = module
-spec.loader.exec_module(module)
-module.LOG = Path(sys.argv[2])
-module.log(f"start {os.getpid()} {time.monotonic():.3f}")
-module.server.run("http", port=int(sys.argv[3]), health_path="/healthz", sse_transport=sys.argv[4:] == ["sse"])
-"""
-
-
-class Kinds:
-    """An ``on_event`` handler that keeps the events, by kind."""
-
-    def __init__(self) -> None:
-        self.events: list[ClientEvent] = []
-
-    def __call__(self, event: ClientEvent) -> None:
-        self.events.append(event)
-
-    def of(self, kind: str) -> list[Any]:
-        return [e for e in self.events if e.kind == kind]
-
-
-@contextlib.asynccontextmanager
-async def resilient_server(log: Path, port: int, *, sse: bool = False) -> AsyncIterator[asyncio.subprocess.Process]:
-    """tests/support/servers/resilient.py over HTTP on 127.0.0.1:``port`` (``sse``: the HTTP+SSE
-    transport too), once it accepts connections (within 20 s); killed at the end."""
-    args = ["-c", _SERVE_RESILIENT, str(SERVERS / "resilient.py"), str(log), str(port), *(["sse"] if sse else [])]
-    proc = await asyncio.create_subprocess_exec(sys.executable, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.returncode is None, "the server exited during start-up"
-            assert time.monotonic() < deadline, "the server did not start listening within 20 s"
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                await asyncio.sleep(0.05)
-                continue
-            writer.close()
-            break
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        async with asyncio.timeout(10):
-            await proc.wait()
-
-
-def logged(log: Path, line: str) -> int:
-    """How many times the server logged ``line``."""
-    return log.read_text(encoding="utf-8").splitlines().count(line) if log.exists() else 0
-
-
-async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait (polling) until ``check()`` holds; fail after ``timeout`` seconds."""
-    async with asyncio.timeout(timeout):
-        while not check():  # noqa: ASYNC110 - what is checked (a file, another thread's counters) cannot notify
-            await asyncio.sleep(0.02)
 
 
 async def drain(changes: Any, quiet: float = 0.3) -> None:
@@ -132,7 +64,7 @@ async def test_a_server_killed_mid_call_and_restarted(era: str, tmp_path: Path) 
     legacy opens a new session and re-subscribes, modern just goes on."""
     log = tmp_path / "log"
     port = free_port()
-    seen = Kinds()
+    seen = Events()
     transport = HttpTransport(
         f"http://127.0.0.1:{port}/mcp", reconnect=RestartPolicy(max_restarts=30, initial_delay=0.05, max_delay=0.5)
     )
@@ -242,7 +174,7 @@ async def test_calls_across_a_reconnect_over_the_sse_fallback(tmp_path: Path) ->
     new server, reached by the fallback again; none hangs."""
     log = tmp_path / "log"
     port = free_port()
-    seen = Kinds()
+    seen = Events()
     transport = HttpTransport(
         f"http://127.0.0.1:{port}/sse", reconnect=RestartPolicy(max_restarts=30, initial_delay=0.05, max_delay=0.5)
     )
@@ -372,7 +304,7 @@ async def test_a_cut_kept_alive_connection_fails_only_the_request_on_it(era: str
     charge's: that call alone fails with ConnectionClosed, and is not sent again; the
     others get their answers; the client stays connected and the next calls go through."""
     counts, port = desk
-    seen = Kinds()
+    seen = Events()
     async with CuttingProxy(port, b'"cut-me"') as proxy:
         options = ClientOptions(protocol_version=era, retry=RetryPolicy(3, initial_delay=0.05), on_event=seen, request_timeout=20)
         async with Client(HttpTransport(f"http://127.0.0.1:{proxy.port}/mcp"), options) as client:
@@ -410,7 +342,7 @@ async def test_a_cut_read_is_retried_and_succeeds(desk: tuple[Desk, int]) -> Non
     """A read-only call whose connection is reset is sent again (the retry policy's
     ConnectionClosed), on a new connection, while the client stays connected."""
     counts, port = desk
-    seen = Kinds()
+    seen = Events()
     async with CuttingProxy(port, b'"cut-me"') as proxy:
         options = ClientOptions(
             protocol_version=MODERN, retry=RetryPolicy(3, initial_delay=0.05), on_event=seen, request_timeout=20
@@ -436,7 +368,7 @@ async def test_a_cut_response_stream_is_resumed_in_legacy_and_lost_in_modern(era
     Last-Event-ID and the call gets its answer; a modern one cannot be resumed, so the
     call (not idempotent) fails with ConnectionClosed. Either way it is sent only once."""
     counts, port = desk
-    seen = Kinds()
+    seen = Events()
     progressed = asyncio.Event()
     async with CuttingProxy(port, b'"in-steps"') as proxy:
         options = ClientOptions(protocol_version=era, retry=RetryPolicy(3, initial_delay=0.05), on_event=seen)
@@ -485,49 +417,6 @@ async def test_a_cut_post_over_sse_transport_fails_only_that_call() -> None:
                 assert client.is_connected
 
 
-# --- a node behind HAProxy dies, with kept-alive client connections -------------------------------
-
-
-async def test_a_node_dying_behind_haproxy_with_keep_alive_costs_only_its_requests(tmp_path: Path) -> None:
-    """Two nodes behind HAProxy without ``option httpclose`` (docs/deploy.md): when one
-    dies mid-request, HAProxy closes those kept-alive client connections without a
-    response. Only the calls on that node fail (ConnectionClosed, never sent again); the
-    calls on the other node go on, and the same client carries on through HAProxy."""
-    from nodes import haproxy, haproxy_config, require_binaries
-
-    require_binaries()
-    log = tmp_path / "log"  # one log for both nodes: a tag's first call hangs wherever it runs
-    ports = {"A": free_port(), "B": free_port()}
-    front = free_port()
-    seen = Kinds()
-    async with contextlib.AsyncExitStack() as stack:
-        procs = {label: await stack.enter_async_context(resilient_server(log, p)) for label, p in ports.items()}
-        nodes = [types.SimpleNamespace(label=label, port=p) for label, p in ports.items()]
-        stack.enter_context(haproxy(haproxy_config({front: nodes}, keep_alive=(front,)), tmp_path, [front]))
-        options = ClientOptions(protocol_version=MODERN, retry=RetryPolicy(4, initial_delay=0.1), on_event=seen)
-        async with Client(HttpTransport(f"http://127.0.0.1:{front}/mcp"), options) as client:
-            await client.list_tools()
-            await asyncio.gather(*(client.call_tool("pid") for _ in range(6)))  # six kept-alive connections
-            tags = [f"c{i}" for i in range(6)]
-            charges = {tag: asyncio.create_task(client.call_tool("charge", {"tag": tag})) for tag in tags}
-            await until(lambda: all(logged(log, f"charge {tag}") == 1 for tag in tags))
-            procs["A"].kill()
-            await procs["A"].wait()
-            await asyncio.sleep(2.0)
-            failed = {tag for tag, task in charges.items() if task.done()}
-            for tag in failed:
-                assert isinstance(charges[tag].exception(), ConnectionClosed), charges[tag].exception()
-            assert 1 <= len(failed) < len(tags)  # round robin: some ran on A, the others still run on B
-            assert client.is_connected
-            pids = {(await client.call_tool("pid")).structured_content["result"] for _ in range(6)}
-            assert pids == {procs["B"].pid}  # HAProxy sends everything to B now
-            for task in charges.values():
-                task.cancel()
-            await asyncio.gather(*charges.values(), return_exceptions=True)
-    assert all(logged(log, f"charge {tag}") == 1 for tag in tags)  # none was sent again
-    assert seen.of("disconnect") == []
-
-
 # --- a server that never comes back ---------------------------------------------------------------
 
 
@@ -536,7 +425,7 @@ async def test_a_server_that_never_comes_back_is_given_up_on(era: str, tmp_path:
     """Refused on every attempt: the client tries the policy's number of times with
     back-off, then gives up with an error that says so; every waiting call fails with it."""
     port = free_port()
-    seen = Kinds()
+    seen = Events()
     policy = RestartPolicy(max_restarts=4, window=60.0, initial_delay=0.1, multiplier=2.0, max_delay=0.4)
     transport = HttpTransport(f"http://127.0.0.1:{port}/mcp", reconnect=policy)
     options = ClientOptions(protocol_version=era, retry=RetryPolicy(3, initial_delay=0.05), on_event=seen, request_timeout=10)
@@ -570,7 +459,7 @@ async def test_a_server_that_never_comes_back_is_given_up_on(era: str, tmp_path:
 async def test_without_reconnect_a_lost_server_ends_the_client(tmp_path: Path) -> None:
     """``reconnect=False``: the first refused connection closes the client for good."""
     port = free_port()
-    seen = Kinds()
+    seen = Events()
     transport = HttpTransport(f"http://127.0.0.1:{port}/mcp", reconnect=False)
     options = ClientOptions(protocol_version=MODERN, retry=RetryPolicy(3, initial_delay=0.05), on_event=seen)
     async with resilient_server(tmp_path / "log", port) as server, Client(transport, options) as client:

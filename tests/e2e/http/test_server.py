@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import itertools
 import json
 import re
 import select
@@ -38,15 +37,22 @@ from support.paths import SERVERS
 from support.ports import free_port
 from support.processes import listening, rss_kib
 from support.serving import serve_in_thread as _serve
+from support.wire import (
+    ACCEPT,
+    META,
+    aopen_session,
+    header_value,
+    initialize,
+    legacy_headers,
+    messages,
+    modern,
+    open_session,
+    sse_events,
+)
+from support.wire import request as legacy_call
 
-META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-ACCEPT = "application/json, text/event-stream"
 SECRET = "SECRET-7f3a9c1e-hunter2"
 MiB = 1024 * 1024
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 # --- what handlers record (set in the server's thread, read by the tests) ----------------------
 
@@ -354,80 +360,9 @@ async def ahttp() -> AsyncIterator[httpx.AsyncClient]:
 
 # --- building requests, reading responses ------------------------------------------------------
 
-_ids = itertools.count(1)
-
-
-def _encode_header_value(value: str) -> str:
-    plain = (
-        value == value.strip()
-        and all(0x20 <= ord(c) <= 0x7E for c in value)
-        and not (value.startswith("=?base64?") and value.endswith("?="))
-    )
-    return value if plain else "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
-
-
-def modern(
-    method: str,
-    params: dict[str, Any] | None = None,
-    *,
-    rid: int | None = None,
-    meta: dict[str, Any] | None = None,
-    headers: dict[str, str | bytes | None] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(body, headers) of a well-formed modern-era request; ``headers`` overrides (None drops)."""
-    params = dict(params or {})
-    params["_meta"] = {**META, **(meta or {})}
-    body = {"jsonrpc": "2.0", "id": rid if rid is not None else next(_ids), "method": method, "params": params}
-    hdrs: dict[str, Any] = {
-        "accept": ACCEPT,
-        "content-type": "application/json",
-        "mcp-protocol-version": params["_meta"]["io.modelcontextprotocol/protocolVersion"],
-        "mcp-method": method,
-    }
-    if method in NAMED:
-        hdrs["mcp-name"] = _encode_header_value(params[NAMED[method]])
-    for key, value in (headers or {}).items():
-        if value is None:
-            hdrs.pop(key.lower(), None)
-        else:
-            hdrs[key.lower()] = value
-    return body, hdrs
-
-
 def post_modern(http: httpx.Client, url: str, method: str, params: dict[str, Any] | None = None, **kw: Any) -> httpx.Response:
     body, headers = modern(method, params, **kw)
     return http.post(url, json=body, headers=headers)
-
-
-def sse_events(text: str) -> list[tuple[str | None, str]]:
-    """(id, data) of every complete SSE event in ``text`` (comments skipped)."""
-    events: list[tuple[str | None, str]] = []
-    for block_text in re.split(r"\r\n\r\n|\n\n|\r\r", text):
-        event_id: str | None = None
-        data: list[str] = []
-        seen = False
-        for line in re.split(r"\r\n|\n|\r", block_text):
-            if not line or line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "id":
-                event_id, seen = value, True
-            elif name == "data":
-                data.append(value)
-                seen = True
-        if seen:
-            events.append((event_id, "\n".join(data)))
-    return events
-
-
-def messages(resp: httpx.Response) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of a JSON or SSE response."""
-    ctype = resp.headers.get("content-type", "")
-    if ctype.startswith("application/json"):
-        return [resp.json()]
-    assert ctype.startswith("text/event-stream"), ctype
-    return [json.loads(data) for _, data in sse_events(resp.text) if data]
 
 
 def only(resp: httpx.Response) -> dict[str, Any]:
@@ -468,46 +403,13 @@ def tool_text(body: dict[str, Any]) -> str:
 # --- legacy sessions -----------------------------------------------------------------------------
 
 
-def _initialize_body(rid: int = 0) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "method": "initialize",
-        "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
-    }
-
-
-def legacy_headers(session_id: str | None) -> dict[str, str]:
-    headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-protocol-version": LEGACY}
-    if session_id is not None:
-        headers["mcp-session-id"] = session_id
-    return headers
-
-
 def legacy_open(http: httpx.Client, url: str) -> str:
     """initialize + notifications/initialized; returns the session id."""
-    resp = http.post(url, json=_initialize_body(), headers={"accept": ACCEPT, "content-type": "application/json"})
-    assert resp.status_code == 200, resp.text
-    assert only(resp)["result"]["protocolVersion"] == LEGACY
-    session_id = resp.headers["mcp-session-id"]
-    note = http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=legacy_headers(session_id))
-    assert note.status_code == 202, note.text
-    return session_id
+    return open_session(http, url)["mcp-session-id"]
 
 
 async def alegacy_open(http: httpx.AsyncClient, url: str) -> str:
-    resp = await http.post(url, json=_initialize_body(), headers={"accept": ACCEPT, "content-type": "application/json"})
-    assert resp.status_code == 200, resp.text
-    session_id = resp.headers["mcp-session-id"]
-    note = await http.post(
-        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=legacy_headers(session_id)
-    )
-    assert note.status_code == 202, note.text
-    return session_id
-
-
-def legacy_call(method: str, params: dict[str, Any] | None = None, rid: int | None = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid if rid is not None else next(_ids), "method": method, "params": params or {}}
+    return (await aopen_session(http, url))["mcp-session-id"]
 
 
 @pytest.fixture(scope="module")
@@ -931,7 +833,7 @@ def test_methods_removed_in_2026_07_28_are_404_32601_for_modern_requests(http: h
             "us-west1|42|q",
         ),
         ({"region": "eu", "shard": 42, "query": "q"}, {"mcp-param-region": "eu", "mcp-param-shard": "42.0"}, "eu|42|q"),
-        ({"region": "zürich", "query": "q"}, {"mcp-param-region": _encode_header_value("zürich")}, "zürich|None|q"),
+        ({"region": "zürich", "query": "q"}, {"mcp-param-region": header_value("zürich")}, "zürich|None|q"),
         ({"region": " padded ", "query": "q"}, {"mcp-param-region": "=?base64?IHBhZGRlZCA=?="}, " padded |None|q"),
         ({"region": "us-west1", "query": "q"}, {"MCP-PARAM-REGION": "us-west1"}, "us-west1|None|q"),
     ],
@@ -1239,7 +1141,7 @@ _VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]+$")
 
 
 def test_legacy_session_life(http: httpx.Client, url: str) -> None:
-    resp = http.post(url, json=_initialize_body(5), headers={"accept": ACCEPT, "content-type": "application/json"})
+    resp = http.post(url, json=initialize(rid=5), headers={"accept": ACCEPT, "content-type": "application/json"})
     assert resp.status_code == 200
     init = only(resp)
     assert init["id"] == 5
@@ -1266,7 +1168,7 @@ def test_legacy_session_life(http: httpx.Client, url: str) -> None:
     assert "resultType" not in msgs[-1]["result"]
 
     # A second initialize on the session is a protocol error, not a new session.
-    again = http.post(url, json=_initialize_body(6), headers=legacy_headers(sid))
+    again = http.post(url, json=initialize(rid=6), headers=legacy_headers(sid))
     assert again.status_code == 200
     assert "mcp-session-id" not in again.headers
     assert messages(again)[-1]["error"]["code"] == -32600
@@ -1293,7 +1195,7 @@ def test_legacy_session_life(http: httpx.Client, url: str) -> None:
 def test_legacy_session_cap(http: httpx.Client, capped_url: str) -> None:
     first = legacy_open(http, capped_url)
     second = legacy_open(http, capped_url)
-    resp = http.post(capped_url, json=_initialize_body(), headers={"accept": ACCEPT, "content-type": "application/json"})
+    resp = http.post(capped_url, json=initialize(), headers={"accept": ACCEPT, "content-type": "application/json"})
     assert resp.status_code in (429, 503), resp.text  # the cap holds, and says "later", not "broken"
     assert "mcp-session-id" not in resp.headers
     assert "result" not in resp.text
@@ -1624,3 +1526,17 @@ async def test_official_client_against_mcpkit(url: str, mode: str) -> None:
             assert read.contents[0].text == "hello world"  # type: ignore[union-attr]
 
     await asyncio.wait_for(run(), 20)
+
+
+def test_run_http_without_uvicorn_says_what_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['uvicorn'] = None  # as if the http extra were not installed\n"
+        "from mcpkit import Server\n"
+        "Server('x').run('http', port=1)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: serving MCP over HTTP needs uvicorn"), proc.stderr
+    assert "pip install 'mcpkit[http]'" in last

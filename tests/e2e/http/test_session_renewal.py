@@ -8,84 +8,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcpkit import Client, ClientEvent, ClientOptions, HttpTransport, RestartPolicy, Server
+from mcpkit import Client, ClientOptions, HttpTransport, RestartPolicy, Server
 from support.eras import LEGACY
-from support.paths import SERVERS
 from support.ports import free_port
+from support.resilient import Events, accepting, resilient_server
 from support.serving import serve_in_thread
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(90)
-
-#: tests/support/servers/resilient.py over HTTP in a process of its own: ``python -c SCRIPT
-#: RESILIENT_PY LOG PORT GO``. It imports everything first, then waits for the file GO
-#: to exist before it listens, so that a test can have it take over the port at once.
-_SERVE_WHEN_TOLD = """
-import importlib.util, os, sys, time
-from pathlib import Path
-spec = importlib.util.spec_from_file_location("resilient", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-sys.modules["resilient"] = module
-spec.loader.exec_module(module)
-import uvicorn
-module.LOG = Path(sys.argv[2])
-go = Path(sys.argv[4])
-while not go.exists():
-    time.sleep(0.01)
-module.log(f"start {os.getpid()}")
-module.server.run("http", port=int(sys.argv[3]), retry_interval=3.0)
-"""
-
-
-@contextlib.asynccontextmanager
-async def server_process(log: Path, port: int, go: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    """The resilient server, started (imports done) but listening only once ``go``
-    exists; killed at the end."""
-    args = ["-c", _SERVE_WHEN_TOLD, str(SERVERS / "resilient.py"), str(log), str(port), str(go)]
-    proc = await asyncio.create_subprocess_exec(sys.executable, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        async with asyncio.timeout(10):
-            await proc.wait()
-
-
-async def listening(proc: asyncio.subprocess.Process, port: int) -> None:
-    """Wait (at most 20 s) until the server accepts connections on ``port``."""
-    deadline = time.monotonic() + 20
-    while True:
-        assert proc.returncode is None, "the server exited during start-up"
-        assert time.monotonic() < deadline, "the server did not start listening within 20 s"
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.02)
-            continue
-        writer.close()
-        return
-
-
-class Seen:
-    """An ``on_event`` handler that keeps the events' kinds."""
-
-    def __init__(self) -> None:
-        self.kinds: list[str] = []
-        self.renewed = asyncio.Event()
-
-    def __call__(self, event: ClientEvent) -> None:
-        self.kinds.append(event.kind)
-        if event.kind == "reconnect":
-            self.renewed.set()
 
 
 async def drain(changes: Any, quiet: float = 0.5) -> int:
@@ -106,16 +43,17 @@ async def test_a_listening_client_renews_the_session_its_get_stream_lost(tmp_pat
     it, and a change the new server publishes (another client touches the resource)
     reaches the listener."""
     log, port = tmp_path / "log", free_port()
-    seen = Seen()
+    seen = Events()
     # The client waits 3 s before it opens the GET stream again (the server's retry too):
     # time for the new process, already started, to take the port.
     transport = HttpTransport(f"http://127.0.0.1:{port}/mcp", reconnect_delay=3.0)
     options = ClientOptions(protocol_version=LEGACY, on_event=seen, request_timeout=10)
     async with contextlib.AsyncExitStack() as stack:
-        first = await stack.enter_async_context(server_process(log, port, tmp_path / "go1"))
+        first = await stack.enter_async_context(resilient_server(log, port, go=tmp_path / "go1", retry_interval=3.0))
         (tmp_path / "go1").touch()
-        await listening(first, port)
-        second = await stack.enter_async_context(server_process(log, port, tmp_path / "go2"))  # imports meanwhile
+        await accepting(first, port)
+        # the second imports meanwhile, and listens once told
+        second = await stack.enter_async_context(resilient_server(log, port, go=tmp_path / "go2", retry_interval=3.0))
         publisher_transport = HttpTransport(f"http://127.0.0.1:{port}/mcp", reconnect=False)
         async with Client(transport, options) as client, client.listen(resource_uris=["data://x"]) as changes:
             old_session = transport.session_id
@@ -128,9 +66,8 @@ async def test_a_listening_client_renews_the_session_its_get_stream_lost(tmp_pat
             first.kill()
             await first.wait()
             (tmp_path / "go2").touch()
-            await listening(second, port)  # well before the GET stream tries again
-            async with asyncio.timeout(15):
-                await seen.renewed.wait()  # the GET stream's 404 renewed the session
+            await accepting(second, port)  # well before the GET stream tries again
+            await until(lambda: "reconnect" in seen.kinds, timeout=15, what="the GET stream's 404 renewed the session")
             assert transport.session_id not in (None, old_session)
             await drain(changes)  # the catch-up change of the re-opened subscription
             async with Client(publisher_transport, options) as publisher:
@@ -140,7 +77,7 @@ async def test_a_listening_client_renews_the_session_its_get_stream_lost(tmp_pat
             assert change.uri == "data://x"
             assert client.is_connected
     starts = [line for line in log.read_text().splitlines() if line.startswith("start ")]
-    assert starts == [f"start {first.pid}", f"start {second.pid}"]
+    assert [line.split()[1] for line in starts] == [str(first.pid), str(second.pid)]
     assert "disconnect" not in seen.kinds  # the client never noticed the connection lost: only the session
     assert seen.kinds.count("reconnect") == 1
 

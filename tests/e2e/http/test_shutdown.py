@@ -6,14 +6,20 @@ request is answered with -32603 "Server shutting down: the request was cancelled
 as its JSON response, or as the last event of its SSE stream, which ends properly —
 its handler is cancelled, the process exits within the grace and a margin, and nothing
 reaches uvicorn as an exception (no 500, no "Exception in ASGI application"). Before the
-shutdown began, a cancellation stays a cancellation."""
+shutdown began, a cancellation stays a cancellation.
+
+And SIGTERM while clients hold a GET stream and a ``subscriptions/listen`` stream: the
+process exits promptly, giving requests in progress a bounded grace (issue 10, item 6)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -23,7 +29,8 @@ from mcpkit import Server
 from mcpkit.protocol.sse import SSEParser
 from support.eras import LEGACY, MODERN
 from support.ports import free_port
-from support.processes import listening
+from support.processes import listening, server_command
+from support.wire import modern, open_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -239,3 +246,92 @@ async def test_only_the_servers_stop_turns_a_cancellation_into_an_answer(drainin
         resp = await asyncio.wait_for(call, 5)
     assert resp.status_code == 503
     assert resp.json() == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": SHUTDOWN}}
+
+
+# --- SIGTERM: streams end, requests in progress get a bounded grace -----------------------------------
+
+def _hold_get_stream(http: httpx.Client, url: str, opened: threading.Event) -> None:
+    headers = open_session(http, url)
+    try:
+        with http.stream("GET", url, headers={**headers, "accept": "text/event-stream"}) as resp:
+            assert resp.status_code == 200
+            opened.set()
+            for _ in resp.iter_bytes():
+                pass
+    except httpx.HTTPError:
+        pass  # the server went away: what the test is about
+
+
+def _hold_listen_stream(http: httpx.Client, url: str, opened: threading.Event, got: list[dict[str, Any]]) -> None:
+    body, headers = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    try:
+        with http.stream("POST", url, json=body, headers=headers) as resp:
+            assert resp.status_code == 200
+            parser = SSEParser()
+            for chunk in resp.iter_bytes():
+                for event in parser.feed(chunk):
+                    got.append(json.loads(event.data))
+                    opened.set()
+    except httpx.HTTPError:
+        pass
+
+
+def test_sigterm_with_an_open_get_stream_and_listen_stream_exits_within_2_s() -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with listening(server_command("polling_http", str(port)), port, stderr=subprocess.DEVNULL) as proc:
+        got: list[dict[str, Any]] = []
+        opened = [threading.Event(), threading.Event()]
+        with httpx.Client(timeout=httpx.Timeout(10, read=30)) as http:
+            threads = [
+                threading.Thread(target=_hold_get_stream, args=(http, url, opened[0]), daemon=True),
+                threading.Thread(target=_hold_listen_stream, args=(http, url, opened[1], got), daemon=True),
+            ]
+            for thread in threads:
+                thread.start()
+            assert all(e.wait(10) for e in opened), "the streams did not open"
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+            elapsed = time.monotonic() - started
+            for thread in threads:
+                thread.join(5)
+    assert elapsed < 2, f"exited {elapsed:.1f} s after SIGTERM"
+    assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+    assert not any(t.is_alive() for t in threads)
+    assert "result" in got[-1]  # the listen request was answered before the stream ended
+
+
+def test_sigterm_lets_a_request_in_progress_finish_and_cuts_one_past_the_grace() -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with listening(server_command("polling_http", str(port), "1.5"), port, stderr=subprocess.DEVNULL) as proc:
+        answers: dict[str, httpx.Response | Exception] = {}
+
+        def call(name: str, arguments: dict[str, Any]) -> None:
+            body, headers = modern("tools/call", {"name": name, "arguments": arguments})
+            try:
+                with httpx.Client(timeout=10) as http:
+                    answers[name] = http.post(url, json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                answers[name] = exc
+
+        threads = [
+            threading.Thread(target=call, args=("slow", {"seconds": 0.7}), daemon=True),
+            threading.Thread(target=call, args=("wait", {}), daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)  # both are running
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+        elapsed = time.monotonic() - started
+        for thread in threads:
+            thread.join(5)
+    finished = answers["slow"]
+    assert isinstance(finished, httpx.Response), finished
+    assert finished.status_code == 200
+    assert finished.json()["result"]["content"][0]["text"] == "slept 0.7"
+    assert not (isinstance(answers["wait"], httpx.Response) and "result" in answers["wait"].text)
+    assert 1.0 < elapsed < 3.5, f"exited {elapsed:.1f} s after SIGTERM (grace 1.5 s)"

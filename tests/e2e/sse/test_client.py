@@ -32,7 +32,6 @@ from mcpkit import (
     Server,
     SseTransport,
 )
-from mcpkit.transports.http.client.sse_stream import resolve_endpoint
 from support.processes import load_server
 from support.serving import serve_in_thread
 
@@ -288,30 +287,3 @@ async def test_mcpkit_server(kind: str, path: str) -> None:
             asked = await client.call_tool("ask", {"question": "2+2?"})
     assert echoed.content[0].text == "hi"  # type: ignore[union-attr]
     assert asked.content[0].text == "echo 2+2?"  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize(
-    ("data", "url"),
-    [
-        ("/messages?sid=1", "http://h:8/messages?sid=1"),
-        ("messages/", "http://h:8/a/messages/"),
-        (" http://H:8/m ", "http://H:8/m"),
-        ("https://h/m", None),
-        ("http://h:9/m", None),
-        ("http://other:8/m", None),
-        ("//other:8/m", None),
-        ("", None),
-        ("/m\x00", None),
-    ],
-)
-def test_resolve_endpoint(data: str, url: str | None) -> None:
-    if url is None:
-        with pytest.raises(ValueError, match="endpoint"):
-            resolve_endpoint("http://h:8/a/sse", data)
-    else:
-        assert resolve_endpoint("http://h:8/a/sse", data) == url
-
-
-def test_default_ports_are_the_same_origin() -> None:
-    assert resolve_endpoint("http://h/sse", "http://h:80/m") == "http://h:80/m"
-    assert resolve_endpoint("https://h:443/sse", "https://h/m") == "https://h/m"

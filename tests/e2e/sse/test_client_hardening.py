@@ -16,6 +16,7 @@ import pytest
 from mcpkit import Client, ClientOptions, ConnectionClosed, HttpTransport, RequestTimeout, RestartPolicy, SseTransport
 from support.processes import load_server
 from support.serving import serve_in_thread
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,13 +34,6 @@ def fake() -> Iterator[tuple[str, Any]]:
 
 def methods(app: Any) -> list[str]:
     return [m.get("method", "(response)") for m in app.posted]
-
-
-async def until(check: Any, timeout: float = 5.0) -> None:
-    """Wait (polling) until ``check()`` holds; fail after ``timeout`` seconds."""
-    async with asyncio.timeout(timeout):
-        while not check():  # noqa: ASYNC110 - the server runs in another thread
-            await asyncio.sleep(0.02)
 
 
 # --- constructor values ------------------------------------------------------------------------

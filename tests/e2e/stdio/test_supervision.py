@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,6 @@ from mcpkit import (
 )
 from mcpkit.transports.restart import CrashLog
 from support.eras import ERAS, LEGACY
-from support.paths import ROOT
 from support.processes import server_command
 
 pytestmark = pytest.mark.timeout(60)
@@ -280,24 +277,3 @@ def test_restart_policy_counts_crashes_within_its_window() -> None:
             RestartPolicy(**bad)  # type: ignore[arg-type]
     assert StdioTransport(["x"], restart=True).restart_policy == RestartPolicy()
     assert StdioTransport(["x"]).restart_policy is None
-
-
-def test_the_resilient_client_example_runs() -> None:
-    """examples/resilient_client.py: a supervised server, retries, and a fallback once the client gives up."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "resilient_client.py")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    assert out.splitlines() == [
-        "quote: ACME 42.00",
-        "order: ConnectionClosed, not sent again",
-        "quote after the restart: ACME 42.00",
-        "the feed crashed: the client restarted it",
-        "fallback: cached quote ACME 41.50",
-        "events: attempt=3 disconnect=2 restart=1 reconnect=1 reconnect_failed=1",
-    ], proc.stderr

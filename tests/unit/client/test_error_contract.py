@@ -38,6 +38,7 @@ from mcpkit import (
 )
 from support.eras import LEGACY, MODERN
 from support.paths import SERVERS
+from support.transports import MEMORY_AND_STDIO
 
 SERVER = str(SERVERS / "basic.py")
 BAD_TIMEOUTS = [0, 0.0, -1, -0.001, math.nan, math.inf, -math.inf]
@@ -95,8 +96,12 @@ def options(era: str, **kw: Any) -> ClientOptions:
 
 
 @pytest.fixture(
-    params=[("memory", "modern"), ("stdio", "modern"), ("memory", "legacy"), ("stdio", "legacy")],
-    ids=["memory-modern", "stdio-modern", "memory-legacy", "stdio-legacy"],
+    params=[
+        pytest.param(("memory", "modern"), id="memory-modern"),
+        pytest.param(("stdio", "modern"), id="stdio-modern", marks=pytest.mark.e2e),
+        pytest.param(("memory", "legacy"), id="memory-legacy"),
+        pytest.param(("stdio", "legacy"), id="stdio-legacy", marks=pytest.mark.e2e),
+    ],
 )
 async def client(request: pytest.FixtureRequest) -> AsyncIterator[Client]:
     transport, era = request.param
@@ -214,11 +219,8 @@ async def test_timeout_raises_request_timeout_and_cancels_on_the_server(client: 
     await echo_works(client)
 
 
-@pytest.mark.parametrize(
-    ("transport", "era"),
-    [("memory", "modern"), ("stdio", "modern"), ("memory", "legacy"), ("stdio", "legacy")],
-    ids=["memory-modern", "stdio-modern", "memory-legacy", "stdio-legacy"],
-)
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+@pytest.mark.parametrize("transport", MEMORY_AND_STDIO)
 async def test_client_wide_default_deadline_applies(transport: str, era: str) -> None:
     async with Client(target(transport), options(era, request_timeout=0.5)) as short:
         t = tag()
@@ -432,6 +434,7 @@ async def test_on_progress_receives_the_calls_progress(client: Client) -> None:
 # --- connection loss -----------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_sigkill_fails_all_pending_calls_with_connection_closed_within_a_second() -> None:
     transport = stdio()
     client = Client(transport)
@@ -496,6 +499,7 @@ async def test_close_fails_pending_calls_with_connection_closed(client: Client) 
         await asyncio.wait_for(task, 1)
 
 
+@pytest.mark.e2e
 async def test_server_exiting_on_its_own_fails_pending_calls() -> None:
     script = "import sys\nsys.stdin.readline()\nsys.exit(3)\n"  # reads the probe, exits without answering
     client = Client(StdioTransport([sys.executable, "-c", script]), ClientOptions(request_timeout=20, discover_timeout=20))
@@ -506,6 +510,7 @@ async def test_server_exiting_on_its_own_fails_pending_calls() -> None:
     await asyncio.wait_for(client.close(), 5)
 
 
+@pytest.mark.e2e
 async def test_server_that_cannot_start_raises_os_error() -> None:
     client = Client(StdioTransport([str(Path(SERVER).parent / "does-not-exist")]))
     with pytest.raises(FileNotFoundError):
@@ -533,6 +538,7 @@ CLIENT_PROCESS = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 def test_client_process_exits_promptly_after_the_server_is_killed() -> None:
     """The whole client process — event loop shutdown, interpreter exit — does not hang."""
     code = f"SERVER = {SERVER!r}\n" + CLIENT_PROCESS
@@ -557,6 +563,7 @@ async def test_default_probes_server_discover_and_ends_up_modern_in_memory() -> 
         assert seen[1:] == ["tools/call"]
 
 
+@pytest.mark.e2e
 async def test_default_ends_up_modern_over_stdio() -> None:
     async with Client(stdio()) as client:
         assert client.era == "modern"
@@ -565,7 +572,7 @@ async def test_default_ends_up_modern_over_stdio() -> None:
         assert "tools" in client.server_capabilities
 
 
-@pytest.mark.parametrize("transport", ["memory", "stdio"])
+@pytest.mark.parametrize("transport", MEMORY_AND_STDIO)
 async def test_pinned_legacy_version_does_initialize(transport: str) -> None:
     async with Client(target(transport), ClientOptions(protocol_version=LEGACY)) as client:
         assert client.era == "legacy"

@@ -68,6 +68,7 @@ def check_three_ways(outcome: tuple[Any, float, Any, float, Any, float]) -> None
     assert 1.95 <= bounded_took < 2.8
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("era", ERAS)
 async def test_progress_keeps_a_long_call_alive_over_stdio(era: str, tmp_path: Any) -> None:
     transport = StdioTransport(server_command("resilient", str(tmp_path / "log")), stderr="devnull")
@@ -75,6 +76,7 @@ async def test_progress_keeps_a_long_call_alive_over_stdio(era: str, tmp_path: A
         check_three_ways(await three_ways(client))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("era", ERAS)
 async def test_progress_keeps_a_long_call_alive_over_http(era: str) -> None:
     server = load_server("resilient").server

@@ -63,6 +63,7 @@ def test_three_threads_at_once() -> None:
         assert results["c4"] == "met c"
 
 
+@pytest.mark.e2e
 def test_calls_from_threads_over_stdio() -> None:
     with stdio() as client:
         assert client.era == "modern"
@@ -137,6 +138,7 @@ def test_a_callback_cannot_call_back() -> None:
         assert "own callbacks" in str(problems[0])
 
 
+@pytest.mark.e2e
 def test_a_failed_connection_raises_and_leaves_nothing_behind() -> None:
     before = threading.active_count()
     with pytest.raises(McpError):
@@ -152,6 +154,7 @@ def _server_pids(marker: str) -> list[int]:
     return [int(pid) for pid in out.split()]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("how", ["exit", "collected"])
 def test_the_server_is_closed_at_exit_and_when_collected(how: str, tmp_path: Path) -> None:
     marker = str(tmp_path / "marker.py")

@@ -146,6 +146,7 @@ async def test_a_timeout_and_a_cancellation(exported: Exported) -> None:
     assert server_span.attributes["mcpkit.outcome"] == "cancelled"  # type: ignore[index]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("version", ERAS)
 async def test_spans_join_over_http(exported: Exported, version: str) -> None:
     provider, exporter = exported
@@ -160,6 +161,7 @@ def read_spans(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.e2e
 async def test_the_trace_continues_in_a_server_process(exported: Exported, tmp_path: Path) -> None:
     """Over stdio, the server in its own process with the SDK set globally (so it traces
     by default) writes its spans to a file; they continue the client's trace."""

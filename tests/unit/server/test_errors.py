@@ -35,10 +35,11 @@ from mcpkit import (
 from support.eras import ERAS, LEGACY, MODERN
 from support.paths import SERVERS
 from support.processes import load_server
+from support.transports import MEMORY_AND_STDIO
 
 pytestmark = pytest.mark.timeout(30)
 
-TRANSPORTS = [pytest.param("memory", id="memory"), pytest.param("stdio", id="stdio")]
+TRANSPORTS = MEMORY_AND_STDIO
 MAX_ERROR_TEXT = 1024
 
 
@@ -1129,6 +1130,7 @@ async def test_many_failures_then_success_in_memory(era: str, caplog: pytest.Log
         await conn.alive()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("era", ERAS)
 async def test_base_exceptions_from_a_tool_do_not_end_the_server(era: str) -> None:
     """SystemExit or any other BaseException raised by a handler fails only that request

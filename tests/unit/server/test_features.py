@@ -1196,6 +1196,7 @@ async def test_modern_results_keep_handler_meta() -> None:
 # === the same features over a real stdio subprocess =======================================================
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("era", ERAS)
 async def test_features_over_stdio(era: str) -> None:
     logs: list[tuple[str, Any, str | None]] = []

@@ -43,8 +43,7 @@ from support.eras import ERAS, LEGACY, MODERN
 from support.ports import free_port
 from support.processes import listening, load_server, server_command
 from support.serving import serve_in_thread
-
-TRANSPORTS = ["memory", "stdio", "http"]
+from support.transports import HTTP, MEMORY, TRANSPORTS
 
 
 def text_of(result: Any) -> str:
@@ -68,7 +67,7 @@ def interactive() -> Server:
 
 
 @pytest.fixture
-def connect(http_url: str, interactive: Server) -> Any:
+def connect(request: pytest.FixtureRequest, interactive: Server) -> Any:
     @contextlib.asynccontextmanager
     async def make(kind: str, era: str, **options: Any) -> AsyncIterator[Client]:
         options.setdefault("request_timeout", 10)
@@ -78,7 +77,7 @@ def connect(http_url: str, interactive: Server) -> Any:
         elif kind == "stdio":
             client = Client(StdioTransport(server_command("interactive"), stderr="devnull"), opts)
         else:
-            client = Client(HttpTransport(http_url), opts)
+            client = Client(HttpTransport(request.getfixturevalue("http_url")), opts)  # started on first use
         async with client:
             yield client
 
@@ -172,7 +171,7 @@ async def test_typed_content_and_client_side_defaults(connect: Any, era: str) ->
     assert schemas[0]["required"] == ["name"]
 
 
-@pytest.mark.parametrize("kind", ["memory", "http"])
+@pytest.mark.parametrize("kind", [MEMORY, HTTP])
 @pytest.mark.parametrize("era", ERAS)
 async def test_prompts_and_resources_ask_too(connect: Any, kind: str, era: str) -> None:
     async with connect(kind, era, on_elicit=accept({"context": "owls", "text": "remember"})) as client:
@@ -190,6 +189,7 @@ async def test_catching_exception_does_not_swallow_the_input_round(connect: Any,
         assert text_of(await client.call_tool("careful")) == "state-ok accept"
 
 
+@pytest.mark.e2e
 async def test_legacy_question_from_a_json_response_goes_on_the_get_stream() -> None:
     """With json_response=True a POST's answer is plain JSON, so the question cannot ride
     on it: it goes on the session's GET stream, and the answer still reaches the handler."""
@@ -406,6 +406,7 @@ def _post(http: httpx.Client, url: str, method: str, params: dict[str, Any], rid
     return http.post(url, json=body, headers=headers)
 
 
+@pytest.mark.e2e
 def test_modern_input_round_on_the_wire(http_url: str) -> None:
     with httpx.Client(timeout=10) as http:
         first = _post(http, http_url, "tools/call", {"name": "ask_name", "arguments": {}}, 1).json()["result"]
@@ -446,6 +447,7 @@ def test_modern_input_round_on_the_wire(http_url: str) -> None:
         assert listed["resultType"] == "complete"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
@@ -470,6 +472,7 @@ def test_tampered_request_state_is_refused(http_url: str, change: Any, reason: s
         assert reason in error["message"]
 
 
+@pytest.mark.e2e
 def test_request_state_of_another_request_is_refused(http_url: str) -> None:
     with httpx.Client(timeout=10) as http:
         state = _post(http, http_url, "tools/call", {"name": "ask_name", "arguments": {}}, 1).json()["result"]["requestState"]
@@ -478,6 +481,7 @@ def test_request_state_of_another_request_is_refused(http_url: str) -> None:
         assert "another request" in resp.json()["error"]["message"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("bad", [12345, None, "text", [1]])
 def test_malformed_input_responses_are_refused(http_url: str, bad: Any) -> None:
     with httpx.Client(timeout=10) as http:

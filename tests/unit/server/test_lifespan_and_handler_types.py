@@ -93,6 +93,7 @@ async def _tools(server: Server) -> dict[str, Any]:
         return {t.name: t.input_schema for t in (await client.list_tools()).tools}
 
 
+@pytest.mark.e2e
 def test_lifespan_runs_with_the_asgi_lifespan_and_when_mounted() -> None:
     from starlette.applications import Starlette
     from starlette.routing import Mount
@@ -106,6 +107,7 @@ def test_lifespan_runs_with_the_asgi_lifespan_and_when_mounted() -> None:
     assert events == ["enter", "exit"]
 
 
+@pytest.mark.e2e
 def test_lifespan_starts_with_the_first_request_when_no_lifespan_event_arrives() -> None:
     events: list[str] = []
     mcp = make_lifespan_server(events).asgi_app()
@@ -162,6 +164,7 @@ FAILING = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_a_lifespan_that_fails_stops_the_server_with_a_clear_message(tmp_path: pathlib.Path, transport: str) -> None:
     script = tmp_path / "broken.py"

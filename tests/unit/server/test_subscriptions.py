@@ -27,8 +27,7 @@ from mcpkit import (
 from support.eras import ERAS, LEGACY, MODERN
 from support.ports import free_port
 from support.processes import listening, load_server, server_command
-
-TRANSPORTS = ["memory", "stdio", "http"]
+from support.transports import MEMORY_AND_STDIO, TRANSPORTS
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,7 @@ def http_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def connect(http_url: str) -> Any:
+def connect(request: pytest.FixtureRequest) -> Any:
     @contextlib.asynccontextmanager
     async def make(kind: str, era: str, **options: Any) -> AsyncIterator[Client]:
         options.setdefault("request_timeout", 10)
@@ -49,7 +48,7 @@ def connect(http_url: str) -> Any:
         elif kind == "stdio":
             client = Client(StdioTransport(server_command("dynamic"), stderr="devnull"), opts)
         else:
-            client = Client(HttpTransport(http_url), opts)
+            client = Client(HttpTransport(request.getfixturevalue("http_url")), opts)  # started on first use
         async with client:
             yield client
 
@@ -157,6 +156,7 @@ async def test_list_changed_callback(connect: Any, kind: str, era: str) -> None:
 # --- many subscribers, slow subscribers, leaks -------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_thousand_updates_to_fifty_subscribers_none_lost(http_url: str) -> None:
     uris = [f"note://{i}" for i in range(10)]
     clients = [Client(HttpTransport(http_url), ClientOptions(protocol_version=MODERN if i % 2 else LEGACY)) for i in range(50)]
@@ -175,6 +175,7 @@ async def test_thousand_updates_to_fifty_subscribers_none_lost(http_url: str) ->
         assert got == uris * 100  # every update, in order
 
 
+@pytest.mark.e2e
 async def test_listen_ends_and_leaves_nothing_behind(connect: Any) -> None:
     async with connect("stdio", MODERN) as client:
         baseline = json.loads(text(await client.call_tool("census")))
@@ -187,6 +188,7 @@ async def test_listen_ends_and_leaves_nothing_behind(connect: Any) -> None:
         assert after == baseline
 
 
+@pytest.mark.e2e
 async def test_http_subscriber_that_disconnects_leaves_nothing_behind(http_url: str) -> None:
     async with Client(HttpTransport(http_url), ClientOptions(protocol_version=MODERN)) as probe:
         baseline = json.loads(text(await probe.call_tool("census")))
@@ -266,6 +268,7 @@ def _sse_messages(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
             yield json.loads(line[5:])
 
 
+@pytest.mark.e2e
 def test_listen_must_acknowledge_first_and_tag_every_message(http_url: str) -> None:
     """MUST send notifications/subscriptions/acknowledged first, with the subscription
     id in _meta; every later notification carries it; MUST NOT send types not asked for."""
@@ -290,6 +293,7 @@ def test_listen_must_acknowledge_first_and_tag_every_message(http_url: str) -> N
         }
 
 
+@pytest.mark.e2e
 def test_listen_filter_fields_are_optional_and_unknown_lists_are_not_acknowledged(http_url: str) -> None:
     with httpx.Client(timeout=10) as http, _post_listen(http, http_url, 5, {}) as resp:
         ack = next(_sse_messages(resp.iter_lines()))
@@ -312,7 +316,7 @@ def raw_tools(url: str) -> Iterator[Any]:
         yield call
 
 
-@pytest.mark.parametrize("kind", ["memory", "stdio"])
+@pytest.mark.parametrize("kind", MEMORY_AND_STDIO)
 async def test_concurrent_subscriptions_are_told_apart_by_id(connect: Any, kind: str) -> None:
     """On stdio every subscription shares one channel: notifications are demultiplexed by
     the subscription id, so each listen gets only what its own filter asked for."""
@@ -350,6 +354,7 @@ async def test_cancelling_the_listen_stops_delivery_on_the_server() -> None:
         assert len(server._registry.hub) == 1
 
 
+@pytest.mark.e2e
 async def test_a_dropped_modern_stream_is_reopened_with_a_resync(http_url: str) -> None:
     """The connection drops the stream without an answer (here: the HTTP server is killed
     and started again): the client reopens it and yields one change per list and
@@ -369,6 +374,7 @@ async def test_a_dropped_modern_stream_is_reopened_with_a_resync(http_url: str) 
                 assert await next_event(changes, 5) == SubscriptionEvent("resource", "doc://readme")
 
 
+@pytest.mark.e2e
 async def test_server_shutdown_over_http_ends_the_iteration(http_url: str) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"

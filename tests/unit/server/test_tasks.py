@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import subprocess
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -43,12 +40,11 @@ from mcpkit import (
     TextContent,
 )
 from support.eras import LEGACY, MODERN
-from support.peers import EVERYTHING, PEERS
 from support.ports import free_port
 from support.processes import listening, load_server, server_command
 from support.serving import serve_in_thread
+from support.transports import HTTP, MEMORY, TRANSPORTS
 
-TRANSPORTS = ["memory", "stdio", "http"]
 LIMIT = 30.0
 EXTENSION = "io.modelcontextprotocol/tasks"
 
@@ -80,7 +76,7 @@ def mem() -> ModuleType:
 
 
 @pytest.fixture
-def connect(http_url: str, mem: ModuleType) -> Any:
+def connect(request: pytest.FixtureRequest, mem: ModuleType) -> Any:
     @contextlib.asynccontextmanager
     async def make(kind: str, era: str = MODERN, **options: Any) -> AsyncIterator[Client]:
         options.setdefault("request_timeout", 10)
@@ -90,7 +86,7 @@ def connect(http_url: str, mem: ModuleType) -> Any:
         elif kind == "stdio":
             client = Client(StdioTransport(server_command("tasks"), stderr="devnull"), opts)
         else:
-            client = Client(HttpTransport(http_url), opts)
+            client = Client(HttpTransport(request.getfixturevalue("http_url")), opts)  # started on first use
         async with client:
             yield client
 
@@ -174,6 +170,7 @@ async def test_a_client_without_the_extension_gets_plain_results(connect: Any, k
             assert text(await at_once.wait()) == "x done in 0.01 s (task False)"
 
 
+@pytest.mark.e2e
 async def test_a_task_outlives_its_connection(http_url: str, mem: ModuleType) -> None:
     """A task started on one connection is fetched, by its id alone, on another: over HTTP
     (the server process lives on) and in memory (the same server object)."""
@@ -307,7 +304,7 @@ async def test_the_store_bound() -> None:
         await holder.cancel()
 
 
-@pytest.mark.parametrize("kind", ["memory", "http"])
+@pytest.mark.parametrize("kind", [MEMORY, HTTP])
 async def test_many_concurrent_tasks(connect: Any, kind: str) -> None:
     """200 tasks at once, each followed to its end by ``call_tool``."""
     async with asyncio.timeout(LIMIT), connect(kind, request_timeout=20) as client:
@@ -350,7 +347,7 @@ async def test_questions_answered_by_hand(connect: Any, kind: str) -> None:
         assert text(await handle.wait()) == "Ann and Bob"
 
 
-@pytest.mark.parametrize("kind", ["memory", "http"])
+@pytest.mark.parametrize("kind", [MEMORY, HTTP])
 async def test_asked_first_then_a_task(connect: Any, kind: str) -> None:
     """A handler asks in an input round, then becomes a task with ``ctx.start_task()``
     (only for a client of the extension); ``call_tool`` does both for the caller."""
@@ -412,7 +409,7 @@ async def test_unknown_task_ids(connect: Any, kind: str) -> None:
 # --- notifications ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["memory", "http"])
+@pytest.mark.parametrize("kind", [MEMORY, HTTP])
 async def test_status_notifications(connect: Any, kind: str) -> None:
     """``subscriptions/listen`` with ``taskIds`` delivers ``notifications/tasks``: the whole
     task at each change, tagged with the subscription; ids the client may not see are
@@ -445,53 +442,6 @@ async def test_status_notifications(connect: Any, kind: str) -> None:
         assert refused.value.code == -32021
 
 
-# --- server-everything: the 2025-11-25 experimental tasks -------------------------------------------
-
-
-def _interpretation(request: ElicitRequestParams) -> ElicitResult:
-    assert request.requested_schema is not None
-    assert request.requested_schema["required"] == ["interpretation"]
-    return ElicitResult(action="accept", content={"interpretation": "programming"})
-
-
-@pytest.fixture(scope="module")
-def everything_url(node: str) -> Iterator[str]:
-    """server-everything's Streamable HTTP mode on a free loopback port."""
-    port = free_port()
-    command = [node, str(PEERS / "node_modules" / EVERYTHING / "dist" / "index.js"), "streamableHttp"]
-    env = {**os.environ, "PORT": str(port)}
-    with listening(command, port, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-        yield f"http://127.0.0.1:{port}/mcp"
-
-
-@pytest.mark.parametrize("where", ["stdio", "http"])
-async def test_server_everything_task(everything: list[str], everything_url: str, where: str) -> None:
-    """``simulate-research-query`` (``taskSupport: "required"``) from mcpkit's client: the
-    task is created, polled, asks its question on ``tasks/result`` (answered by
-    ``on_elicit``) and completes; another is cancelled."""
-    transport = StdioTransport(everything, stderr="devnull") if where == "stdio" else HttpTransport(everything_url)
-    async with asyncio.timeout(LIMIT), Client(transport, ClientOptions(on_elicit=_interpretation, request_timeout=10)) as client:
-        assert client.era == "legacy"
-        assert client.server_capabilities["tasks"]["requests"] == {"tools": {"call": {}}}
-        started = time.monotonic()
-        handle = await client.start_task("simulate-research-query", {"topic": "python", "ambiguous": True}, ttl=60)
-        assert handle.task is not None
-        assert (handle.status, handle.task.poll_interval_ms) == ("working", 1000)
-        report = text(await handle.wait(timeout=LIMIT))
-        assert report.startswith("# Research Report: python (programming)")
-        assert "- **Clarification**: programming" in report
-        assert time.monotonic() - started >= 3  # four stages of a second each, polled
-        assert handle.task_id is not None
-        assert (await client.get_task(handle.task_id)).status == "completed"
-        doomed = await client.start_task("simulate-research-query", {"topic": "doom"})
-        await doomed.cancel()
-        with pytest.raises(McpError) as cancelled:
-            await doomed.wait(timeout=LIMIT)
-        assert cancelled.value.code == -32800
-        assert doomed.task_id is not None
-        assert (await client.get_task(doomed.task_id)).status == "cancelled"
-
-
 async def test_tool_registration_checks_the_task_mode() -> None:
     server = Server("modes")
     with pytest.raises(ValueError, match="task must be"):
@@ -510,6 +460,7 @@ async def test_tool_registration_checks_the_task_mode() -> None:
         assert text(await client.call_tool("plain")).startswith("ctx.start_task() needs a tool registered with task=")
 
 
+@pytest.mark.e2e  # over protected HTTP
 async def test_a_task_belongs_to_whoever_started_it() -> None:
     """Over protected HTTP a task is visible to the principal that created it only: to
     another one its id is unknown (-32602), for gets, answers, cancels and listens."""

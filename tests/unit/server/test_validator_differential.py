@@ -560,3 +560,59 @@ def test_a_ref_is_resolved_as_a_json_pointer(ref: str, instance: Any, valid: boo
     validator = compile_schema(schema, trusted=True)
     assert (validator.describe({"p": instance}) is None) == valid
     assert _Full(schema).describe({"p": instance}) == validator.describe({"p": instance})
+
+
+_FLAT = [
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "default": 1},
+            "x": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
+            "mode": {"type": "string", "enum": ["a", "b"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "flag": {"type": ["boolean", "null"]},
+        },
+        "required": ["n"],
+        "additionalProperties": False,
+    },
+]
+
+
+_INSTANCES: list[Any] = [
+    {"text": "t"},
+    {"text": 1},
+    {},
+    {"text": "t", "other": 1},
+    {"n": 1},
+    {"n": True},
+    {"n": 2.0},
+    {"n": 2.5},
+    {"n": 1, "x": 1.5},
+    {"n": 1, "x": float("nan")},
+    {"n": 1, "x": float("inf")},
+    {"n": 1, "x": None},
+    {"n": 1, "mode": "a"},
+    {"n": 1, "mode": "c"},
+    {"n": 1, "mode": 1},
+    {"n": 1, "tags": ["a", "b"]},
+    {"n": 1, "tags": ["a", 2]},
+    {"n": 1, "flag": None},
+    {"n": 1, "flag": 0},
+    {"n": 1, "unknown": 0},
+    [],
+    "text",
+]
+
+
+@pytest.mark.parametrize("schema", _FLAT)
+def test_the_validators_fast_path_answers_as_the_full_check(schema: dict[str, Any]) -> None:
+    fast = compile_schema(schema, trusted=True)
+    assert isinstance(fast, _Simple)
+    assert fast._plan is not None
+    full = _Simple(schema)
+    full._plan = None  # the full check alone
+    answers = [(fast.describe(i), full.describe(i)) for i in _INSTANCES]
+    assert all(a == b for a, b in answers), answers
+    assert any(a is None for a, _ in answers)
+    assert any(a is not None for a, _ in answers)
