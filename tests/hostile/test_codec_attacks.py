@@ -27,13 +27,13 @@ from mcpkit.protocol.sse import SSEParser
 from support.eras import LEGACY, MODERN
 from support.ports import free_port
 from support.processes import listening, server_command
+from support.wire import ACCEPT
 
 pytestmark = pytest.mark.timeout(60)
 
 MiB = 1024 * 1024
 CHUNK = 64 * 1024
 META: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
-ACCEPT = "application/json, text/event-stream"
 #: The most an echo of client input may take in an error (flatten_text's limit, with room for quotes).
 ECHO = 300
 HUGE_INT = "9" * 5000  # more digits than any decoder represents

@@ -37,6 +37,7 @@ import pytest
 from support.eras import LEGACY, MODERN
 from support.ports import free_port
 from support.processes import listening, load_server, rss_kib, server_command
+from support.wire import open_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -376,14 +377,7 @@ def http_case(http: httpx.Client, url: str, case: Any, run: Run) -> None:
 
 
 def legacy_session(http: httpx.Client, url: str) -> str:
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": fz.initialize_params()}
-    resp = http.post(url, json=init, headers={"accept": fz.ACCEPT, "content-type": "application/json"})
-    assert resp.status_code == 200, resp.text
-    session_id = resp.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    headers = {k.decode(): v.decode() for k, v in fz.headers_for(note, "legacy", session_id)}
-    assert http.post(url, json=note, headers=headers).status_code == 202
-    return str(session_id)
+    return open_session(http, url)["mcp-session-id"]
 
 
 def final_checks(http: httpx.Client, url: str, session_id: str) -> None:

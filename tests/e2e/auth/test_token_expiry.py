@@ -19,8 +19,8 @@ from mcpkit.auth.identity import AccessToken
 from mcpkit.auth.server import ResourceServer
 from mcpkit.auth.verifiers import DEFAULT_LEEWAY, FunctionVerifier, IntrospectionVerifier, JWTVerifier, TokenVerifier
 from support.auth import ISSUER, KeyServer, challenge, make_server, post, token
-from support.eras import LEGACY
 from support.serving import serve_in_thread
+from support.wire import aopen_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -146,11 +146,7 @@ async def test_a_legacy_session_is_refused_once_its_token_has_expired() -> None:
     tokens = {"short": claims, "fresh": {"sub": "alice", "scope": "mcp"}}
     with guarded_by(FunctionVerifier(tokens.get)) as (url, auth):
         async with httpx.AsyncClient(timeout=10) as http:
-            init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
-            headers = {"accept": "application/json, text/event-stream", "authorization": "Bearer short"}
-            resp = await http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=headers)
-            assert resp.status_code == 200, resp.text
-            headers |= {"mcp-session-id": resp.headers["mcp-session-id"], "mcp-protocol-version": LEGACY}
+            headers = await aopen_session(http, url, headers={"authorization": "Bearer short"})
 
             def ping(rid: int) -> dict[str, Any]:
                 return {"jsonrpc": "2.0", "id": rid, "method": "ping"}

@@ -15,11 +15,13 @@ from mcpkit import Client, ClientOptions, HttpTransport, Server
 from support.eras import LEGACY
 from support.processes import load_server
 from support.serving import serve_in_thread
+from support.waiting import until
 from support.wire import messages, open_session
 
 pytestmark = pytest.mark.timeout(60)
 
-SERVER: Server = load_server("polling_http").server
+polling = load_server("polling_http")
+SERVER: Server = polling.server
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +42,10 @@ async def test_a_cancelled_legacy_request_gets_a_32800_error_not_an_empty_204(ur
             params["_meta"] = {"progressToken": "t"}
         call = {"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": params}
         pending = asyncio.create_task(http.post(url, json=call, headers=headers))
-        await asyncio.sleep(0.3)  # the handler is running
+        await until(lambda: polling.RUNNING[tool] > 0, what=f"{tool} is running")
         note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77, "reason": "no"}}
         assert (await http.post(url, json=note, headers=headers)).status_code == 202
-        resp = await asyncio.wait_for(pending, 5)
+        resp = await asyncio.wait_for(pending, 10)
     assert resp.status_code == 200
     kind = resp.headers["content-type"]
     assert kind.startswith("application/json" if (tool, mode) == ("wait", "auto") else "text/event-stream")
@@ -52,9 +54,9 @@ async def test_a_cancelled_legacy_request_gets_a_32800_error_not_an_empty_204(ur
 
 
 async def test_the_mcpkit_client_cancelling_a_legacy_call_is_unaffected(urls: dict[str, str]) -> None:
-    async with Client(HttpTransport(urls["auto"]), ClientOptions(protocol_version=LEGACY, request_timeout=5)) as client:
+    async with Client(HttpTransport(urls["auto"]), ClientOptions(protocol_version=LEGACY, request_timeout=10)) as client:
         task = asyncio.create_task(client.call_tool("wait"))
-        await asyncio.sleep(0.3)
+        await until(lambda: polling.RUNNING["wait"] > 0, what="wait is running")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

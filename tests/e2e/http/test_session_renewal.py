@@ -111,11 +111,11 @@ class Forgetful:
     GET answers 404 and a ``ping`` is never answered; ``events`` — the
     first GET is a stream of one priming event (id ``gone-1``) that ends at once, and a
     GET resuming with ``Last-Event-ID`` answers 404 (the server forgot the event).
-    Counts requests."""
+    Counts requests, and the GET streams the real server has begun to send on (``streams``)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
-        self.initializes = self.gets = self.pings = 0
+        self.initializes = self.gets = self.pings = self.streams = 0
         self._app = watched_server().asgi_app(path="/mcp")
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -129,7 +129,7 @@ class Forgetful:
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 await send({"type": "http.response.body", "body": b"id: gone-1\nretry: 100\ndata:\n\n"})
             else:
-                await self._app(scope, receive, send)
+                await self._app(scope, receive, self._counting(send))
             return
         if scope["type"] == "http" and scope["method"] == "POST":
             body = b""
@@ -155,6 +155,23 @@ class Forgetful:
             await self._app(scope, receive_again, send)
             return
         await self._app(scope, receive, send)
+
+    def _counting(self, send: Any) -> Any:
+        """``send``, counting a stream in ``streams`` once its first bytes go out (the
+        server is then sending the session's changes on it)."""
+        status = 0
+        counted = False
+
+        async def counting_send(message: dict[str, Any]) -> None:
+            nonlocal status, counted
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and status == 200 and not counted:
+                counted = True
+                self.streams += 1
+            await send(message)
+
+        return counting_send
 
 
 @pytest.fixture
@@ -237,10 +254,7 @@ async def test_a_stream_the_server_cannot_resume_is_opened_afresh(
     caplog.set_level(logging.INFO, logger="mcpkit.http")
     async with Client(HttpTransport(url), options) as client, client.listen(resource_uris=["data://x"]) as changes:
         session = client.transport.session_id  # type: ignore[attr-defined]
-        async with asyncio.timeout(10):
-            while app.gets < 3:  # noqa: ASYNC110 - the server runs in another thread
-                await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)  # the fresh stream is open
+        await until(lambda: app.gets >= 3 and app.streams >= 1, what="the stream was opened afresh")
         async with Client(HttpTransport(url), options) as publisher:
             await publisher.call_tool("touch", {"name": "x"})
         async with asyncio.timeout(5):

@@ -22,12 +22,12 @@ from mcpkit import Client, ClientOptions, HttpTransport, Server
 from mcpkit.protocol.sse import SSEEvent, SSEParser
 from support.processes import load_server
 from support.serving import serve_in_thread
+from support.wire import open_session
 
 pytestmark = pytest.mark.timeout(60)
 
 polling = load_server("polling_http")
 SERVER: Server = polling.server
-ACCEPT = "application/json, text/event-stream"
 _ids = itertools.count(1)
 
 
@@ -62,21 +62,6 @@ def http() -> Iterator[httpx.Client]:
 
 
 # --- raw HTTP helpers ------------------------------------------------------------------------------
-
-
-def _open_session(http: httpx.Client, url: str, version: str = "2025-11-25") -> dict[str, str]:
-    """Initialize a legacy session; the headers its later requests carry."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-    }
-    resp = http.post(url, json=body, headers={"accept": ACCEPT})
-    assert resp.status_code == 200, resp.text
-    headers = {"accept": ACCEPT, "mcp-session-id": resp.headers["mcp-session-id"], "mcp-protocol-version": version}
-    assert http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers).status_code == 202
-    return headers
 
 
 def _call(name: str, arguments: dict[str, Any], *, progress: bool = False) -> dict[str, Any]:
@@ -128,7 +113,7 @@ def _resume(http: httpx.Client, url: str, headers: dict[str, str], last_event_id
 
 
 def test_post_and_get_streams_of_a_2025_11_25_session_are_primed_with_retry(http: httpx.Client, url: str) -> None:
-    headers = _open_session(http, url)
+    headers = open_session(http, url)
     call = _call("poll", {"before": 1, "pause": 0}, progress=True)
     with http.stream("POST", url, json=call, headers=headers) as resp:
         _, text = _raw_events(resp)
@@ -148,7 +133,7 @@ def test_post_and_get_streams_of_a_2025_11_25_session_are_primed_with_retry(http
 
 def test_retry_interval_sets_the_field_and_none_leaves_it_out(http: httpx.Client, sse_url: str, no_retry_url: str) -> None:
     for target, expected in ((sse_url, 250), (no_retry_url, None)):
-        headers = _open_session(http, target)
+        headers = open_session(http, target)
         with http.stream("POST", target, json=_call("echo", {"text": "x"}), headers=headers) as resp:
             events, parser = _read(resp)
         assert parser.retry == expected
@@ -158,7 +143,7 @@ def test_retry_interval_sets_the_field_and_none_leaves_it_out(http: httpx.Client
 
 
 def test_revisions_before_2025_11_25_get_no_priming_event(http: httpx.Client, sse_url: str) -> None:
-    headers = _open_session(http, sse_url, "2025-06-18")
+    headers = open_session(http, sse_url, version="2025-06-18")
     with http.stream("POST", sse_url, json=_call("echo", {"text": "old"}), headers=headers) as resp:
         events, parser = _read(resp)
     assert parser.retry is None
@@ -182,7 +167,7 @@ def test_close_sse_stream_ends_the_connection_and_get_resumes_the_rest(
     and ends; a GET with its id gets the result. A JSON-by-default server (``url``)
     starts the stream for it."""
     endpoint: str = request.getfixturevalue(target)
-    headers = _open_session(http, endpoint)
+    headers = open_session(http, endpoint)
     call = _call("poll", {"pause": 0.1})
     started = time.monotonic()
     with http.stream("POST", endpoint, json=call, headers=headers) as resp:
@@ -199,7 +184,7 @@ def test_close_sse_stream_ends_the_connection_and_get_resumes_the_rest(
 
 
 def test_messages_before_the_close_arrive_on_the_post_and_the_rest_on_resume(http: httpx.Client, sse_url: str) -> None:
-    headers = _open_session(http, sse_url)
+    headers = open_session(http, sse_url)
     call = _call("poll", {"before": 2, "after": 2, "pause": 0.2}, progress=True)
     with http.stream("POST", sse_url, json=call, headers=headers) as resp:
         events, _ = _read(resp)
@@ -211,14 +196,14 @@ def test_messages_before_the_close_arrive_on_the_post_and_the_rest_on_resume(htt
 
 
 def test_close_sse_stream_is_a_no_op_when_json_is_forced(http: httpx.Client, json_url: str) -> None:
-    headers = _open_session(http, json_url)
+    headers = open_session(http, json_url)
     resp = http.post(json_url, json=_call("poll", {"pause": 0}), headers=headers)
     assert resp.headers["content-type"].startswith("application/json")
     assert resp.json()["result"]["content"][0]["text"] == "closed=False"
 
 
 def test_close_sse_stream_is_a_no_op_before_2025_11_25(http: httpx.Client, url: str) -> None:
-    headers = _open_session(http, url, "2025-06-18")
+    headers = open_session(http, url, version="2025-06-18")
     resp = http.post(url, json=_call("poll", {"pause": 0}), headers=headers)
     assert resp.json()["result"]["content"][0]["text"] == "closed=False"
 

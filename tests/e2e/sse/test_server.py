@@ -33,11 +33,12 @@ from mcpkit.transports.http.server import sse_session as sse_queue
 from support.ports import free_port
 from support.processes import listening, server_command
 from support.serving import serve_in_thread
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
 OLD = "2024-11-05"
-WAIT = 5.0  # seconds for any one expected event
+WAIT = 10.0  # seconds for any one expected event
 
 
 @pytest.fixture(scope="module")
@@ -223,10 +224,11 @@ async def test_cancellation_stops_the_handler(target: tuple[str, Any]) -> None:
     async with sse_session(base) as session:
         await session.initialize()
         before = int(text_of(await session.call(1, "cancelled")))
+        started = int(text_of(await session.call(1000, "hanging")))
         assert (
             await session.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang"}})
         ).status_code == 202
-        await asyncio.sleep(0.2)
+        assert await _reaches(session, "hanging", started + 1, rid=1001) == started + 1  # the handler runs
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
         assert (await session.post(cancel)).status_code == 202
         after = await _cancelled_reaches(session, before + 1, rid=3)
@@ -234,14 +236,22 @@ async def test_cancellation_stops_the_handler(target: tuple[str, Any]) -> None:
         assert session.events.empty()  # no response to the cancelled request
 
 
-async def _cancelled_reaches(session: SseSession, count: int, *, rid: int) -> int:
-    """Poll the ``cancelled`` tool (bounded) until it reports ``count``."""
-    for attempt in range(50):
-        seen = int(text_of(await session.call(rid + attempt, "cancelled")))
-        if seen >= count:
+async def _reaches(session: SseSession, tool: str, count: int, *, rid: int) -> int:
+    """Poll ``tool`` (a counter of the server's) until it reports ``count``, for 10 s at
+    most; what it reports then. Each poll is request ``rid``, ``rid + 1``, ..."""
+    deadline = time.monotonic() + WAIT
+    attempt = 0
+    while True:
+        seen = int(text_of(await session.call(rid + attempt, tool)))
+        if seen >= count or time.monotonic() > deadline:
             return seen
-        await asyncio.sleep(0.05)
-    return seen
+        attempt += 1
+        await asyncio.sleep(0.02)
+
+
+async def _cancelled_reaches(session: SseSession, count: int, *, rid: int) -> int:
+    """Poll the ``cancelled`` tool until it reports ``count`` (see :func:`_reaches`)."""
+    return await _reaches(session, "cancelled", count, rid=rid)
 
 
 async def test_closing_the_stream_ends_the_session(target: tuple[str, Any]) -> None:
@@ -266,11 +276,7 @@ async def test_closing_the_stream_ends_the_session(target: tuple[str, Any]) -> N
 async def test_idle_stream_gets_keepalives(target: tuple[str, Any]) -> None:
     base, _ = target
     async with sse_session(base) as session:
-        for _ in range(40):
-            if session.keepalives:
-                break
-            await asyncio.sleep(0.05)
-        assert session.keepalives >= 1
+        await until(lambda: session.keepalives >= 1, what="a keep-alive comment on the idle stream")
 
 
 # --- refusals ---------------------------------------------------------------------------------------
@@ -391,7 +397,7 @@ async def test_shutdown_ends_idle_streams_promptly() -> None:
             await session.initialize()
             proc.terminate()
             assert await session.next_event() is None  # the stream ended (within WAIT)
-        await asyncio.to_thread(proc.wait, 5)
+        await asyncio.to_thread(proc.wait, 15)
         assert proc.returncode is not None
 
 
@@ -438,7 +444,9 @@ async def test_requests_past_the_limits_get_429(monkeypatch: pytest.MonkeyPatch)
                 assert (await http.post(url, json=cancel)).status_code == 202
             statuses: list[int] = []
             refused: dict[str, Any] = {}
-            for rid in range(1, 200):  # answers of 1 MB each, unread: the socket buffers fill
+            deadline = time.monotonic() + 30
+            rid = 1
+            while rid < 200 and time.monotonic() < deadline:  # answers of 1 MB each, unread: the socket buffers fill
                 body = {
                     "jsonrpc": "2.0",
                     "id": rid,
@@ -447,10 +455,13 @@ async def test_requests_past_the_limits_get_429(monkeypatch: pytest.MonkeyPatch)
                 }
                 resp = await http.post(url, json=body)
                 statuses.append(resp.status_code)
+                if resp.status_code == 429 and "the limit is 2" in resp.json()["error"]["message"]:
+                    await asyncio.sleep(0.02)  # two calls still run (or the cancels are still on their way): again
+                    continue
                 if resp.status_code != 202:
                     refused = resp.json()
                     break
-                await asyncio.sleep(0.01)
+                rid += 1
             assert statuses[-1] == 429, statuses
             assert "read its stream" in refused["error"]["message"]
             received = 0
@@ -458,9 +469,13 @@ async def test_requests_past_the_limits_get_429(monkeypatch: pytest.MonkeyPatch)
                 received += len(chunk)
                 if received > 4 * 1_000_000:
                     break
-            await asyncio.sleep(0.2)
-            ping = await http.post(url, json={"jsonrpc": "2.0", "id": "late", "method": "ping"})
-            assert ping.status_code == 202
+
+            async def accepted() -> bool:
+                ping = await http.post(url, json={"jsonrpc": "2.0", "id": f"late-{time.monotonic()}", "method": "ping"})
+                assert ping.status_code in (202, 429), ping.text
+                return ping.status_code == 202
+
+            await until(accepted, what="a request is taken again once the client reads its stream")
 
 
 async def test_custom_paths_under_a_mount() -> None:
@@ -677,25 +692,34 @@ async def test_shutdown_with_a_request_in_progress_ends_within_the_grace() -> No
             assert (
                 await session.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hang"}})
             ).status_code == 202
-            await asyncio.sleep(0.2)
+            assert await _reaches(session, "hanging", 1, rid=1000) == 1  # the handler runs
             loop = asyncio.get_running_loop()
             started = loop.time()
             proc.terminate()
-            await asyncio.sleep(0.3)
-            async with httpx.AsyncClient(timeout=5) as http:
-                with contextlib.suppress(httpx.TransportError):  # or already closed
-                    late = await http.get(f"{base}/sse", headers={"accept": "text/event-stream"})
-                    assert late.status_code == 503
+
+            async def refused() -> bool:
+                """Whether a new stream is refused (503) or the server is gone already."""
+                try:
+                    async with (
+                        httpx.AsyncClient(timeout=5) as http,
+                        http.stream("GET", f"{base}/sse", headers={"accept": "text/event-stream"}) as late,
+                    ):
+                        assert late.status_code in (200, 503), late.status_code
+                        return late.status_code == 503  # 200: the signal is not handled yet
+                except httpx.TransportError:
+                    return True
+
+            await until(refused, what="new streams are refused once the shutdown began")
             last: list[dict[str, Any]] = []
-            while (event := await asyncio.wait_for(session.events.get(), 8)) is not None:
+            while (event := await asyncio.wait_for(session.events.get(), 15)) is not None:
                 assert event[0] == "message"
                 last.append(json.loads(event[1]))
-            assert loop.time() - started < 7
+            assert loop.time() - started < 5 + 10  # the grace, and a margin for a loaded machine: no hang
             assert [(m["id"], m["error"]["code"]) for m in last] == [(1, -32603)], last
             assert "shutting down" in last[0]["error"]["message"]
             assert session.broken is None, session.broken
-        await asyncio.to_thread(proc.wait, 5)
-        assert loop.time() - started < 8
+        await asyncio.to_thread(proc.wait, 15)
+        assert loop.time() - started < 5 + 15
         assert proc.stderr is not None
         assert b"Exception in ASGI application" not in proc.stderr.read()
 

@@ -1,4 +1,5 @@
-"""An mcpkit server for tests/test_http_polling.py and tests/test_http_interop_fixes.py.
+"""An mcpkit server for the HTTP tests of tests/e2e/http/ (SSE polling, error statuses,
+cancellation, shutdown).
 
 ``python tests/support/servers/polling_http.py PORT [GRACE]`` serves 127.0.0.1:PORT/mcp with
 ``Server.run(transport="http")``, giving requests in progress GRACE seconds at shutdown
@@ -10,18 +11,35 @@ notifications, ends its SSE connection with ``ctx.close_sse_stream()``, waits ``
 seconds, reports ``after`` more and answers ``closed=<what close_sse_stream said>``;
 ``slow(seconds)`` sleeps, then answers; ``wait()`` blocks until cancelled; ``talk_then_wait()``
 reports progress once, then blocks until cancelled; ``mcp_fail(code, status)`` raises
-``McpError(code, ..., status=status or None)``. Resource ``fail://internal`` raises an
-ordinary exception (-32603).
+``McpError(code, ..., status=status or None)``; ``running()`` names the handlers of ``slow``,
+``wait`` and ``talk_then_wait`` in progress (what tests wait for instead of sleeping; in
+process, :data:`RUNNING` holds the same). Resource ``fail://internal`` raises an ordinary
+exception (-32603).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections import Counter
+from collections.abc import Iterator
 
 from mcpkit import Context, McpError, Server
 
 server = Server("polling-http", "1.0.0")
+
+#: Handlers in progress, by tool name.
+RUNNING: Counter[str] = Counter()
+
+
+@contextlib.contextmanager
+def _running(name: str) -> Iterator[None]:
+    RUNNING[name] += 1
+    try:
+        yield
+    finally:
+        RUNNING[name] -= 1
 
 
 @server.tool
@@ -45,22 +63,25 @@ async def poll(ctx: Context, before: int = 0, after: int = 0, pause: float = 0.1
 @server.tool
 async def slow(seconds: float) -> str:
     """Sleep, then answer."""
-    await asyncio.sleep(seconds)
+    with _running("slow"):
+        await asyncio.sleep(seconds)
     return f"slept {seconds}"
 
 
 @server.tool
 async def wait() -> str:
     """Block until cancelled."""
-    await asyncio.Event().wait()
+    with _running("wait"):
+        await asyncio.Event().wait()
     return "unreachable"
 
 
 @server.tool
 async def talk_then_wait(ctx: Context) -> str:
     """Report progress once (the answer becomes an SSE stream), then block until cancelled."""
-    await ctx.report_progress(1, 2)
-    await asyncio.Event().wait()
+    with _running("talk_then_wait"):
+        await ctx.report_progress(1, 2)
+        await asyncio.Event().wait()
     return "unreachable"
 
 
@@ -68,6 +89,12 @@ async def talk_then_wait(ctx: Context) -> str:
 def mcp_fail(code: int, status: int = 0) -> str:
     """Raise McpError(code) with HTTP status ``status`` (0: none of its own)."""
     raise McpError(code, f"failed with {code}", status=status or None)
+
+
+@server.tool
+def running() -> list[str]:
+    """The tools whose handlers are in progress, sorted (a name once per call)."""
+    return sorted(RUNNING.elements())
 
 
 @server.resource("fail://internal")

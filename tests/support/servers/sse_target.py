@@ -24,6 +24,7 @@ from mcpkit import Context, Server
 
 server = Server("sse-target", "1.0.0", ask_timeout=20)
 CANCELLED = 0
+HANGING = 0
 
 
 @server.tool
@@ -66,8 +67,9 @@ async def roots(ctx: Context) -> str:
 
 @server.tool
 async def hang() -> str:
-    """Wait until cancelled (counted)."""
-    global CANCELLED
+    """Wait until cancelled (counted, as its start is)."""
+    global CANCELLED, HANGING
+    HANGING += 1
     try:
         await asyncio.Event().wait()
     except asyncio.CancelledError:
@@ -80,6 +82,12 @@ async def hang() -> str:
 def cancelled() -> int:
     """How many ``hang`` calls were cancelled."""
     return CANCELLED
+
+
+@server.tool
+def hanging() -> int:
+    """How many ``hang`` calls have started (what a test waits for before cancelling one)."""
+    return HANGING
 
 
 @server.tool

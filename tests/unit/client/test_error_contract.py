@@ -72,8 +72,8 @@ def text_of(result: CallToolResult) -> str:
 
 async def wait_state(client: Client, tag: str, state: str) -> None:
     """Wait (server-side, event-driven) until the ``sleep`` call tagged ``tag`` reached
-    ``state``; fails if it does not within 5 s."""
-    result = await client.call_tool("wait_for", {"tag": tag, "state": state, "timeout": 5.0}, timeout=10)
+    ``state``; fails if it does not within 10 s."""
+    result = await client.call_tool("wait_for", {"tag": tag, "state": state, "timeout": 10.0}, timeout=20)
     assert text_of(result) == state, f"the server never saw sleep {tag!r} {state}"
 
 
@@ -204,7 +204,7 @@ async def test_timeout_raises_request_timeout_and_cancels_on_the_server(client: 
     with pytest.raises(RequestTimeout) as info:
         await client.call_tool("sleep", {"seconds": 30, "tag": t}, timeout=0.5)
     elapsed = time.monotonic() - started
-    assert 0.45 <= elapsed < 5, elapsed
+    assert 0.45 <= elapsed < 10, elapsed  # the deadline, not the handler's 30 s
     err = info.value
     assert isinstance(err, McpError)
     assert err.code == -32001
@@ -222,7 +222,9 @@ async def test_timeout_raises_request_timeout_and_cancels_on_the_server(client: 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 @pytest.mark.parametrize("transport", MEMORY_AND_STDIO)
 async def test_client_wide_default_deadline_applies(transport: str, era: str) -> None:
-    async with Client(target(transport), options(era, request_timeout=0.5)) as short:
+    # The default deadline bounds the legacy handshake too: a spawned server gets 3 s to start.
+    deadline = 0.5 if transport == "memory" else 3.0
+    async with Client(target(transport), options(era, request_timeout=deadline)) as short:
         t = tag()
         with pytest.raises(RequestTimeout):
             await short.call_tool("sleep", {"seconds": 30, "tag": t})
@@ -257,7 +259,7 @@ async def test_cancelling_the_awaiting_task_cancels_on_the_server(client: Client
     started = time.monotonic()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10  # at once, not when the handler's 30 s are over
     assert task.cancelled()
     await wait_state(client, t, "cancelled")
     await echo_works(client)
@@ -347,7 +349,7 @@ SCRIPTED_SERVER = textwrap.dedent(
             send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "shutting down"}})
             continue
         elif name == "late":
-            time.sleep(0.8)  # answers long after the client's deadline, and ignores its cancel
+            time.sleep(3)  # answers long after the client's deadline (0.3 s), and ignores its cancel
             result = {"resultType": "complete", "content": [{"type": "text", "text": "too late"}]}
         elif name == "bad_utf8":
             # a response that is not valid UTF-8 (so not valid JSON)
@@ -368,6 +370,7 @@ def scripted() -> StdioTransport:
     return StdioTransport([sys.executable, "-c", SCRIPTED_SERVER])
 
 
+@pytest.mark.e2e  # a scripted server process
 async def test_peer_cancelling_our_request_raises_32800() -> None:
     async with Client(scripted()) as client:
         assert client.era == "modern"
@@ -379,6 +382,7 @@ async def test_peer_cancelling_our_request_raises_32800() -> None:
         await client.ping(timeout=10)  # the connection is fine
 
 
+@pytest.mark.e2e  # a scripted server process
 async def test_timeout_writes_notifications_cancelled_and_ignores_the_late_response() -> None:
     async with Client(scripted()) as client:
         with pytest.raises(RequestTimeout) as info:
@@ -398,10 +402,11 @@ async def test_timeout_writes_notifications_cancelled_and_ignores_the_late_respo
         await client.ping(timeout=10)
 
 
+@pytest.mark.e2e  # a scripted server process
 async def test_cancelling_the_task_writes_notifications_cancelled() -> None:
     async with Client(scripted()) as client:
         task = asyncio.ensure_future(client.call_tool("late", {}, timeout=10))
-        await asyncio.sleep(0)  # one step of the task writes the request (the server holds it for 0.8 s)
+        await asyncio.sleep(0)  # one step of the task writes the request (the server holds it for 3 s)
         assert not task.done()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -412,6 +417,7 @@ async def test_cancelling_the_task_writes_notifications_cancelled() -> None:
         assert [c["params"]["requestId"] for c in cancels] == [late["id"]]
 
 
+@pytest.mark.e2e  # a scripted server process
 async def test_a_response_that_is_not_utf8_is_an_mcp_error_not_a_crash() -> None:
     async with Client(scripted()) as client:
         with pytest.raises(McpError):  # a local error, or the deadline: never a UnicodeDecodeError
@@ -435,7 +441,9 @@ async def test_on_progress_receives_the_calls_progress(client: Client) -> None:
 
 
 @pytest.mark.e2e
-async def test_sigkill_fails_all_pending_calls_with_connection_closed_within_a_second() -> None:
+async def test_sigkill_fails_all_pending_calls_with_connection_closed_without_waiting_for_their_deadlines() -> None:
+    """The pipe closing ends every call in flight (docs/errors.md: within a second on a
+    quiet machine); here: long before the 30 s default deadline that would end them too."""
     transport = stdio()
     client = Client(transport)
     await client.connect()
@@ -449,10 +457,10 @@ async def test_sigkill_fails_all_pending_calls_with_connection_closed_within_a_s
         assert pid is not None
         started = time.monotonic()
         os.kill(pid, signal.SIGKILL)
-        _, pending = await asyncio.wait(tasks, timeout=5)
+        _, pending = await asyncio.wait(tasks, timeout=20)
         elapsed = time.monotonic() - started
-        assert not pending, f"{len(pending)} calls still pending 5 s after the server died"
-        assert elapsed < 1.0, f"took {elapsed:.2f} s"
+        assert not pending, f"{len(pending)} calls still pending 20 s after the server died"
+        assert elapsed < 10, f"took {elapsed:.2f} s"
         for task in tasks:
             exc = task.exception()
             assert isinstance(exc, ConnectionClosed), repr(exc)
@@ -467,11 +475,9 @@ async def test_sigkill_fails_all_pending_calls_with_connection_closed_within_a_s
             await client.ping()
         with pytest.raises(ConnectionClosed):
             await client.send_notification("notifications/roots/list_changed")
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < 10  # at once: not after the 30 s default deadline
     finally:
-        started = time.monotonic()
         await asyncio.wait_for(client.close(), 10)  # closes cleanly, no ExceptionGroup, no hang
-        assert time.monotonic() - started < 3
     await client.close()  # idempotent
     assert transport.returncode == -signal.SIGKILL
 
@@ -486,8 +492,8 @@ async def test_requests_after_close_raise_connection_closed_immediately(client: 
     with pytest.raises(ConnectionClosed):
         await client.send_request("ping")
     with pytest.raises(ConnectionClosed):
-        await client.list_tools(timeout=5)
-    assert time.monotonic() - started < 0.5
+        await client.list_tools(timeout=30)
+    assert time.monotonic() - started < 10  # at once: not after a deadline
 
 
 async def test_close_fails_pending_calls_with_connection_closed(client: Client) -> None:
@@ -496,18 +502,18 @@ async def test_close_fails_pending_calls_with_connection_closed(client: Client) 
     await wait_state(client, t, "started")
     await asyncio.wait_for(client.close(), 10)
     with pytest.raises(ConnectionClosed):
-        await asyncio.wait_for(task, 1)
+        await asyncio.wait_for(task, 10)
 
 
 @pytest.mark.e2e
 async def test_server_exiting_on_its_own_fails_pending_calls() -> None:
     script = "import sys\nsys.stdin.readline()\nsys.exit(3)\n"  # reads the probe, exits without answering
-    client = Client(StdioTransport([sys.executable, "-c", script]), ClientOptions(request_timeout=20, discover_timeout=20))
+    client = Client(StdioTransport([sys.executable, "-c", script]), ClientOptions(request_timeout=60, discover_timeout=60))
     started = time.monotonic()
     with pytest.raises(ConnectionClosed):
         await client.connect()
-    assert time.monotonic() - started < 5
-    await asyncio.wait_for(client.close(), 5)
+    assert time.monotonic() - started < 20  # when it exits, not at the 60 s deadline
+    await asyncio.wait_for(client.close(), 10)
 
 
 @pytest.mark.e2e

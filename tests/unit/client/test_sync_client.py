@@ -84,6 +84,7 @@ def test_calls_from_threads_over_stdio() -> None:
         assert sorted(out) == sorted(f"{n}-{i}" for n in range(3) for i in range(10))
 
 
+@pytest.mark.e2e  # over stdio
 def test_the_same_calls_blocking() -> None:
     with stdio(protocol_version="2025-11-25") as client:
         assert (client.era, client.protocol_version) == ("legacy", "2025-11-25")
