@@ -89,10 +89,12 @@ class Node:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def start(self) -> None:
+    def start(self, grace: float = 10.0) -> None:
+        """Start the node; SIGTERM gives the calls in progress ``grace`` seconds."""
         command = [sys.executable, str(SERVERS / "node_app.py"), str(self.port), self.redis_url, self.label]
         with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+            env = {**os.environ, "NODE_GRACE": str(grace)}
+            self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
 
     def wait(self) -> None:
         assert self.proc is not None
@@ -251,6 +253,13 @@ class SseReader:
         self._chunks = resp.aiter_text()
         self._buffer = ""
         self.last_id: str | None = None
+
+    async def opened(self, timeout: float = 10.0) -> None:
+        """Return once the stream's first event (its priming event) has arrived: the node
+        is then sending the session's messages on it. Nothing is consumed."""
+        async with asyncio.timeout(timeout):
+            while "\n\n" not in self._buffer.replace("\r\n", "\n"):
+                self._buffer += await self._chunks.__anext__()
 
     async def next(self, timeout: float = 10.0) -> dict[str, Any]:
         """The next event that carries data (priming events only move ``last_id``)."""

@@ -353,11 +353,11 @@ async def test_the_same_flow_against_the_introspecting_server(world: World) -> N
 
 @pytest.mark.parametrize("options", ERAS)
 async def test_an_access_token_that_expires_under_the_client_is_refreshed(world: World, options: ClientOptions) -> None:
-    """The authorization server says the token lives an hour, but it lives three seconds
+    """The authorization server says the token lives an hour, but it lives six seconds
     (as if the resource server's clock ran ahead; the verifier has no leeway): the resource
     server refuses it as expired, and the client refreshes it — no second login; a legacy
     session goes on with the new token (the same subject)."""
-    world.auth_server.lifetime = 3  # "exp" is whole seconds: at least 2 s to log in and call once
+    world.auth_server.lifetime = 6  # "exp" is whole seconds: at least 5 s to log in and call once
     auth = login("alice")
     transport = HttpTransport(world.jwt_url, auth=auth)
     async with Client(transport, options) as client:
@@ -366,7 +366,7 @@ async def test_an_access_token_that_expires_under_the_client_is_refreshed(world:
         first = await whoami(client)
         old = await access_token(auth, world.jwt_url)
         exp = jwt.decode(old, options={"verify_signature": False})["exp"]
-        await asyncio.sleep(max(0.0, exp - time.time()) + 0.1)  # at most 3.1 s
+        await asyncio.sleep(max(0.0, exp - time.time()) + 0.1)  # at most 6.1 s: until it has expired
         expired = await raw_call(world.jwt_url, old)
         assert expired.status_code == 401
         assert challenge(expired) == (

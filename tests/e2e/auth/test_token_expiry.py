@@ -8,6 +8,7 @@ on loopback), in the modern era and mid-session in the legacy era."""
 from __future__ import annotations
 
 import time
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mcpkit.auth import verifiers
 from mcpkit.auth.identity import AccessToken
 from mcpkit.auth.server import ResourceServer
 from mcpkit.auth.verifiers import DEFAULT_LEEWAY, FunctionVerifier, IntrospectionVerifier, JWTVerifier, TokenVerifier
@@ -99,10 +101,12 @@ def test_jwt_verifier_expiry_with_its_leeway(keys: tuple[KeyServer, str]) -> Non
             assert_taken(post(url, token(keys, url, exp=now + 300)))
 
 
-def test_introspection_verifier_expiry_and_its_cache(keys: tuple[KeyServer, str]) -> None:
+def test_introspection_verifier_expiry_and_its_cache(keys: tuple[KeyServer, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Introspection answers 5 s past ``exp`` are taken (30 s leeway), 60 s past refused.
     With ``leeway=1`` a token 0.5 s past its ``exp`` is taken, and the cached answer is
-    not used once the leeway has run out: the same token is then refused."""
+    not used once the leeway has run out: the same token is then refused. That second
+    part runs on a clock of the test's own (the verifier's ``time.time``; the server is
+    in this process), so that no machine is too slow for the 0.5 s it leaves."""
     ks, base = keys
     now = time.time()
     ks.active["recent"] = {"active": True, "sub": "alice", "scope": "mcp", "exp": now - 5}
@@ -115,10 +119,12 @@ def test_introspection_verifier_expiry_and_its_cache(keys: tuple[KeyServer, str]
             assert_taken(post(url, "recent"))
             assert_taken(post(url, "recent"))  # from the cache
             assert_expired(post(url, "old"), auth)
+        clock = [now]
+        monkeypatch.setattr(verifiers, "time", types.SimpleNamespace(time=lambda: clock[0], monotonic=time.monotonic))
         introspect = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", leeway=1, cache_ttl=30)
         with guarded_by(introspect) as (url, auth):
             assert_taken(post(url, "skewed"))
-            time.sleep(max(0.0, now + 0.6 - time.time()))  # past exp + leeway
+            clock[0] = now + 0.6  # past exp + leeway
             assert_expired(post(url, "skewed"), auth)
     finally:
         for name in ("recent", "old", "skewed"):

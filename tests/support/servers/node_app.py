@@ -8,13 +8,16 @@ the Redis at REDIS_URL (``RedisStore``), the same ``state_key`` as every other n
 Tools: ``add(a, b)`` answers ``"{a+b} {LABEL}"``; ``touch(uri)`` announces that resource
 ``uri`` changed and answers LABEL; ``ask()`` elicits ``{"word": str}`` and answers
 ``"{word} {LABEL}"``; ``slow(seconds)`` sleeps, then answers LABEL; ``steps(n, pause)``
-reports ``n`` progress notifications ``pause`` seconds apart, then answers LABEL.
-Resource template ``note://{name}`` reads ``"note {name}"``.
+reports ``n`` progress notifications ``pause`` seconds apart, then answers LABEL;
+``running()`` says how many ``slow`` calls run on this node (what tests wait for).
+Resource template ``note://{name}`` reads ``"note {name}"``. NODE_GRACE (environment, default
+3) is uvicorn's graceful-shutdown grace in seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 from mcpkit import Context, Server
@@ -48,11 +51,25 @@ async def ask(ctx: Context) -> str:
     return f"{word} {LABEL}"
 
 
+RUNNING = 0
+
+
 @server.tool
 async def slow(seconds: float) -> str:
     """Sleep, then answer."""
-    await asyncio.sleep(seconds)
+    global RUNNING
+    RUNNING += 1
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        RUNNING -= 1
     return LABEL
+
+
+@server.tool
+def running() -> int:
+    """How many ``slow`` calls run on this node."""
+    return RUNNING
 
 
 @server.tool
@@ -78,4 +95,5 @@ app = server.asgi_app(
 )
 
 if __name__ == "__main__":
-    run_uvicorn(app, host="127.0.0.1", port=PORT, log_level="warning", timeout_graceful_shutdown=3)
+    grace = float(os.environ.get("NODE_GRACE", "3"))
+    run_uvicorn(app, host="127.0.0.1", port=PORT, log_level="warning", timeout_graceful_shutdown=grace)
