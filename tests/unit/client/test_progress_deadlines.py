@@ -6,7 +6,6 @@ over real loopback HTTP; the settings' rules in memory."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from mcpkit import (
     Server,
     StdioTransport,
 )
+from support.clock import virtual_time
 from support.eras import ERAS, LEGACY, MODERN
 from support.processes import load_server, server_command
 from support.serving import serve_in_thread
@@ -100,7 +100,7 @@ def ticking_server() -> Server:
 
 async def test_client_wide_setting_and_its_per_call_and_per_request_overrides() -> None:
     options = ClientOptions(request_timeout=0.3, reset_timeout_on_progress=True, max_total_timeout=5.0)
-    async with Client(ticking_server(), options) as client:
+    async with virtual_time(), Client(ticking_server(), options) as client:
         assert (await client.call_tool("tick", {"steps": 6, "interval": 0.1})).content[0].text == "6 ticks"
         with pytest.raises(RequestTimeout):
             await client.call_tool("tick", {"steps": 6, "interval": 0.1}, reset_timeout_on_progress=False)
@@ -117,16 +117,16 @@ async def test_client_wide_setting_and_its_per_call_and_per_request_overrides() 
 
 
 async def test_the_default_bound_is_ten_times_the_timeout() -> None:
-    async with Client(ticking_server(), ClientOptions(reset_timeout_on_progress=True)) as client:
-        started = time.monotonic()
+    async with virtual_time() as loop, Client(ticking_server(), ClientOptions(reset_timeout_on_progress=True)) as client:
+        started = loop.time()
         with pytest.raises(RequestTimeout):  # progress every 0.02 s for ever, but at most 10 x 0.3 s
             await client.call_tool("tick", {"steps": 100_000, "interval": 0.02}, timeout=0.3)
-        assert 0.9 <= time.monotonic() - started < 4.5  # resets happened; the bound ended it
+        assert loop.time() - started == pytest.approx(3.0, abs=0.05)  # resets happened; the bound ended it
 
 
 async def test_progress_callbacks_still_see_every_notification() -> None:
     seen: list[float] = []
-    async with Client(ticking_server(), ClientOptions(protocol_version=LEGACY)) as client:
+    async with virtual_time(), Client(ticking_server(), ClientOptions(protocol_version=LEGACY)) as client:
         arguments = {"steps": 4, "interval": 0.05}
         result = await client.call_tool(
             "tick", arguments, timeout=0.2, reset_timeout_on_progress=True, on_progress=lambda p, t, m: seen.append(p)

@@ -31,6 +31,7 @@ from mcpkit import (
 )
 from mcpkit.client.retry import retry_after, transient
 from mcpkit.protocol.errors import ConnectionClosed
+from support.clock import on_virtual_time
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -145,6 +146,7 @@ def test_retry_after_is_seconds_or_an_http_date() -> None:
 # --- which calls are retried ---------------------------------------------------------------------
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_a_read_only_tool_is_retried_once_its_annotations_are_known() -> None:
     flaky = Flaky(hangs=2)
     events: list[ClientEvent] = []
@@ -162,6 +164,7 @@ async def test_a_read_only_tool_is_retried_once_its_annotations_are_known() -> N
     assert [getattr(e, "attempt", None) for e in events] == [1, 1, 1, 2]
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_idempotent_hint_and_the_callers_word_are_enough_and_a_no_is_final() -> None:
     flaky = Flaky(hangs=1)
     async with Client(flaky.server, ClientOptions(retry=FAST)) as client:
@@ -174,18 +177,21 @@ async def test_idempotent_hint_and_the_callers_word_are_enough_and_a_no_is_final
         assert flaky.calls == {"price": 1}
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_a_call_that_changes_things_is_never_retried() -> None:
     flaky = Flaky(hangs=5)
     async with Client(flaky.server, ClientOptions(retry=RetryPolicy(5, initial_delay=0))) as client:
         await client.list_tools()
-        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         with pytest.raises(RequestTimeout) as caught:
             await client.call_tool("buy", {"symbol": "X"}, timeout=0.2)
         assert type(caught.value) is RequestTimeout  # the timeout itself, not RetriesExhausted
-        assert time.monotonic() - started < 1.0
+        assert loop.time() - started == pytest.approx(0.2)  # one attempt's deadline, no more
     assert flaky.calls == {"buy": 1}
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_reads_and_lists_are_idempotent_per_call_override_and_send_request() -> None:
     flaky = Flaky(hangs=1)
     async with Client(flaky.server) as client:  # no client-wide policy
@@ -207,6 +213,7 @@ async def test_reads_and_lists_are_idempotent_per_call_override_and_send_request
             await client.read_resource("data://quote", timeout=0.1, retry=RetryPolicy(1))
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_the_handshake_is_never_retried() -> None:
     """The discover probe timing out is how a legacy server is recognised: retrying it
     would only slow the fallback down."""
@@ -242,6 +249,7 @@ async def test_the_handshake_is_never_retried() -> None:
 # --- when retrying stops ---------------------------------------------------------------------------
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_exhausted_retries_list_every_attempt() -> None:
     flaky = Flaky(hangs=10)
     async with Client(flaky.server, ClientOptions(retry=FAST)) as client:
@@ -262,6 +270,7 @@ async def test_exhausted_retries_list_every_attempt() -> None:
     assert flaky.calls == {"quote": 3}
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_an_answer_after_a_retry_is_raised_as_it_came_with_the_earlier_attempts_noted() -> None:
     server = Server("answers")
     calls = 0
@@ -282,15 +291,17 @@ async def test_an_answer_after_a_retry_is_raised_as_it_came_with_the_earlier_att
     assert caught.value.__notes__ == ["attempt 1: [-32001] Request timed out"]
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_total_timeout_bounds_all_attempts_and_waits() -> None:
     flaky = Flaky(hangs=100)
     policy = RetryPolicy(100, initial_delay=0.05, jitter=0.0, total_timeout=0.6)
     async with Client(flaky.server, ClientOptions(retry=policy)) as client:
-        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         with pytest.raises(RetriesExhausted) as caught:
             await client.read_resource("data://quote", timeout=0.25)
-        elapsed = time.monotonic() - started
-    assert 0.5 <= elapsed < 1.2
+        elapsed = loop.time() - started
+    assert 0.5 <= elapsed <= 0.6
     assert "total_timeout=0.6 s would pass" in caught.value.reason
     assert 2 <= len(caught.value.attempts) <= 3
 
@@ -306,7 +317,7 @@ async def test_retry_after_is_honoured_and_capped() -> None:
         started = time.monotonic()
         with pytest.raises(RetriesExhausted) as caught:
             await client.read_resource("data://busy")
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 10  # refused at once, not after 120 s
     assert caught.value.reason == "the server asked to wait 120 s, more than max_retry_after=30"
     assert caught.value.attempts[0].data["status"] == 503
     assert flaky.calls == {"busy": 1}
@@ -362,6 +373,7 @@ async def test_events_are_logged_and_a_failing_handler_does_not_break_the_call(c
     assert ("ERROR", "on_event handler failed for retry") in records
 
 
+@on_virtual_time  # deadlines of 0.1 s race answers: virtual time keeps their order
 async def test_a_timeout_without_retry_is_reported_too() -> None:
     flaky = Flaky(hangs=1)
     events: list[ClientEvent] = []
