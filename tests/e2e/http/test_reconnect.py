@@ -189,9 +189,9 @@ async def test_calls_across_a_reconnect_over_the_sse_fallback(tmp_path: Path) ->
             first.kill()
             await first.wait()
             killed = time.monotonic()
-            async with asyncio.timeout(1.0):
+            async with asyncio.timeout(10):
                 lost = await asyncio.gather(*charges, return_exceptions=True)
-            assert time.monotonic() - killed < 1.0
+            assert time.monotonic() - killed < 10  # at once: not at their 30 s deadline
             assert all(isinstance(outcome, ConnectionClosed) for outcome in lost), lost
             meanwhile = [asyncio.create_task(client.call_tool("pid")) for _ in range(5)]  # they wait for the client
             second = await servers.enter_async_context(resilient_server(log, port, sse=True))
@@ -316,9 +316,9 @@ async def test_a_cut_kept_alive_connection_fails_only_the_request_on_it(era: str
             started = time.monotonic()
             proxy.cut_the_one_with(b'"cut-me"')
             with pytest.raises(ConnectionClosed):
-                async with asyncio.timeout(5):
+                async with asyncio.timeout(15):
                     await doomed
-            assert time.monotonic() - started < 1.0
+            assert time.monotonic() - started < 10  # at once: not at its deadline
             assert not paid.done()  # the other connections go on
             assert not peeked.done()
             counts.release.set()
@@ -403,15 +403,15 @@ async def test_a_cut_post_over_sse_transport_fails_only_that_call() -> None:
     with serve_in_thread(app) as port:
         async with CuttingProxy(port, b'"cut-me"') as proxy:
             transport = SseTransport(f"http://127.0.0.1:{proxy.port}/sse")
-            async with Client(transport, ClientOptions(request_timeout=10)) as client:
+            async with Client(transport, ClientOptions(request_timeout=30)) as client:
                 doomed = asyncio.create_task(client.call_tool("hang", {"tag": "cut-me"}))
                 await until(lambda: any(m.get("params", {}).get("name") == "hang" for m in app.posted))
                 started = time.monotonic()
                 proxy.cut_the_one_with(b'"cut-me"')
                 with pytest.raises(ConnectionClosed, match=r"Connection closed: POST .* failed"):
-                    async with asyncio.timeout(5):
+                    async with asyncio.timeout(15):
                         await doomed
-                assert time.monotonic() - started < 1.0
+                assert time.monotonic() - started < 10  # at once: not at the 30 s deadline
                 echoed = await client.call_tool("echo", {"text": "still here"})
                 assert text_of(echoed) == "still here"
                 assert client.is_connected
@@ -469,7 +469,7 @@ async def test_without_reconnect_a_lost_server_ends_the_client(tmp_path: Path) -
         started = time.monotonic()
         with pytest.raises(ConnectionClosed):
             await client.call_tool("pid")
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 10  # at once: not at the 30 s deadline
         assert not client.is_connected
     assert len(seen.of("disconnect")) == 1
     assert seen.of("reconnect") == []

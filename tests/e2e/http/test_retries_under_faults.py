@@ -95,13 +95,13 @@ async def test_503_with_retry_after_is_waited_out_for_a_read_and_final_for_a_cha
         assert [e.attempt for e in seen.of("attempt")] == [1, 2, 3]
         assert [e.delay for e in seen.of("retry")] == [1.0, 1.0]  # Retry-After, not the 0.01 s back-off
         assert [e.error.data["status"] for e in seen.of("retry")] == [503, 503]
-        assert 2.0 <= took < 3.5
+        assert 2.0 <= took < 7.0
 
         refusals.refuse("tools/call", 503, times=1, retry_after="1")
         started = time.monotonic()
         with pytest.raises(McpError) as caught:
             await client.call_tool("charge", {"amount": 5})
-        assert time.monotonic() - started < 0.5  # at once: a charge is never retried
+        assert len(seen.of("retry")) == 2  # the read's two: a charge is never retried
     assert type(caught.value) is McpError
     assert caught.value.data["status"] == 503
     assert caught.value.data["retryAfter"] == "1"
@@ -124,7 +124,7 @@ async def test_a_lost_request_times_out_on_its_own_deadline_and_is_sent_again(er
             took = time.monotonic() - started
     assert result.contents[0].text == "42"
     assert [(e.attempt, e.timeout) for e in seen.of("timeout")] == [(1, 0.5), (2, 0.5)]
-    assert 1.0 <= took < 2.5
+    assert 1.0 <= took < 6.0
     assert proxy.dropped[b"resources/read"] == 2
     assert counts.calls == {"price": 1}
 
@@ -140,7 +140,7 @@ async def test_a_slow_network_is_bounded_by_total_timeout(shop: tuple[Shop, Refu
             with pytest.raises(RetriesExhausted) as caught:
                 await client.read_resource("data://price", timeout=0.4)
             took = time.monotonic() - started
-    assert 1.3 <= took < 2.5
+    assert 1.3 <= took < 6.0  # bounded: twenty attempts would take 8 s and more
     assert caught.value.reason == "total_timeout=1.5 s would pass"
     assert 2 <= len(caught.value.attempts) <= 4
     assert all(a.code == -32001 for a in caught.value.attempts)

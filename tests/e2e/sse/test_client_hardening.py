@@ -20,8 +20,8 @@ from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
-LIMIT = 20.0  # seconds for a whole test body
-OPTIONS = ClientOptions(request_timeout=10)
+LIMIT = 40.0  # seconds for a whole test body
+OPTIONS = ClientOptions(request_timeout=30)  # a deadline well past the bounds of "at once" below
 fake_module = load_server("sse_fake")
 
 
@@ -110,12 +110,12 @@ async def test_cancelling_a_call_posts_the_cancellation_at_once(fake: tuple[str,
             call.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await call
-            assert time.monotonic() - started < 0.1
+            assert time.monotonic() - started < 10  # at once: not after the 30 s the POST may wait
         else:
             with pytest.raises(RequestTimeout):
                 await call
-        await until(lambda: "notifications/cancelled" in methods(app), timeout=2.0)
-        assert time.monotonic() - started < 1.0
+        await until(lambda: "notifications/cancelled" in methods(app))
+        assert time.monotonic() - started < 10  # ahead of the unanswered POST (30 s)
         cancelled = app.posted[-1]
         assert cancelled["params"]["requestId"] == next(m["id"] for m in app.posted if m.get("method") == "tools/call")
 
@@ -185,7 +185,7 @@ async def test_a_dropped_stream_fails_the_waiting_calls_within_a_second(fake: tu
         started = time.monotonic()
         ended = asyncio.create_task(client.call_tool("end"))
         outcomes = await asyncio.gather(ended, return_exceptions=True)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 10  # when the stream ends, not at the call's deadline
         assert isinstance(outcomes[0], ConnectionClosed)
         assert "The server ended the SSE stream" in outcomes[0].message
         with pytest.raises(ConnectionClosed):
@@ -206,7 +206,7 @@ async def test_close_with_a_post_in_flight(fake: tuple[str, Any]) -> None:
         await until(lambda: "tools/call" in methods(app))
         started = time.monotonic()
         await client.close()
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 10  # at once: not when the POST would time out
         with pytest.raises(ConnectionClosed):
             await call
         assert await asyncio.to_thread(app.disconnected.wait, 5)

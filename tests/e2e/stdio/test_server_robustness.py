@@ -439,8 +439,8 @@ async def test_closing_stdin_makes_the_server_exit_promptly(server: RawServer) -
     await server.assert_alive()
     started = time.monotonic()
     await server.close_stdin()
-    code = await asyncio.wait_for(server.proc.wait(), 10)
-    assert time.monotonic() - started < 3.0
+    code = await asyncio.wait_for(server.proc.wait(), 30)
+    assert time.monotonic() - started < 10
     assert code == 0
 
 
@@ -449,8 +449,8 @@ async def test_closing_stdin_with_a_handler_in_flight_still_exits_promptly(serve
     await server.wait_for("inflight", "started")
     started = time.monotonic()
     await server.close_stdin()
-    code = await asyncio.wait_for(server.proc.wait(), 10)
-    assert time.monotonic() - started < 3.0
+    code = await asyncio.wait_for(server.proc.wait(), 30)
+    assert time.monotonic() - started < 10  # not when the handler's 60 s are over
     assert code == 0
 
 

@@ -28,6 +28,7 @@ from mcpkit import Client, ClientOptions, Context, HttpTransport, McpError, Requ
 from support.eras import ERAS
 from support.paths import SERVERS
 from support.serving import serve_in_thread
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -137,7 +138,8 @@ async def test_a_timeout_and_a_cancellation(exported: Exported) -> None:
     async with Client(traced_server(provider), ClientOptions(tracing=provider)) as client:
         with pytest.raises(RequestTimeout):
             await client.call_tool("slow", timeout=0.2)
-        await asyncio.sleep(0.1)  # the server sees the cancellation
+        ended = exporter.get_finished_spans
+        await until(lambda: sum(s.name == "tools/call slow" for s in ended()) == 2, what="the server span ended")
     client_span, server_span = by_kind(exporter.get_finished_spans(), "tools/call slow")
     assert_joined(client_span, server_span)
     assert client_span.attributes["mcpkit.outcome"] == "timeout"  # type: ignore[index]

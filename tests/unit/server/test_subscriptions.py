@@ -28,6 +28,7 @@ from support.eras import ERAS, LEGACY, MODERN
 from support.ports import free_port
 from support.processes import listening, load_server, server_command
 from support.transports import MEMORY_AND_STDIO, TRANSPORTS
+from support.waiting import until
 
 
 @pytest.fixture(scope="module")
@@ -198,13 +199,11 @@ async def test_http_subscriber_that_disconnects_leaves_nothing_behind(http_url: 
             sub = client.listen(tools=True, resource_uris=["doc://readme"])
             await sub.__aenter__()
             await client.close()  # gone without unsubscribing
-        for _ in range(40):
+        async def cleaned_up() -> bool:
             now = json.loads(text(await probe.call_tool("census")))
-            if now["subscribers"] == baseline["subscribers"] and now["tasks"] <= baseline["tasks"]:
-                break
-            await asyncio.sleep(0.1)
-        assert now["subscribers"] == baseline["subscribers"]
-        assert now["tasks"] <= baseline["tasks"]
+            return bool(now["subscribers"] == baseline["subscribers"] and now["tasks"] <= baseline["tasks"])
+
+        await until(cleaned_up, what="the gone clients' subscriptions are cleaned up")
 
 
 async def test_slow_subscriber_is_collapsed_not_unbounded() -> None:

@@ -44,6 +44,7 @@ from support.ports import free_port
 from support.processes import listening, load_server, server_command
 from support.serving import serve_in_thread
 from support.transports import HTTP, MEMORY, TRANSPORTS
+from support.waiting import until as eventually_true
 
 LIMIT = 30.0
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -240,14 +241,20 @@ async def test_time_to_live() -> None:
         assert quick.task.ttl_ms == 300
         assert text(await quick.wait()) == "awake"
         long = await client.start_task("sleepy", {"seconds": 60})
-        await asyncio.sleep(0.45)
-        for handle in (quick, long):
+
+        async def forgotten(handle: Any) -> McpError | None:
             assert handle.task_id is not None
-            with pytest.raises(McpError) as gone:
+            try:
                 await client.get_task(handle.task_id)
-            assert gone.value.code == -32602
-            assert "not found" in gone.value.message
-        assert seen == ["cancelled"]
+            except McpError as exc:
+                return exc
+            return None
+
+        for handle in (quick, long):  # once their 0.3 s have passed
+            gone = await eventually_true(lambda handle=handle: forgotten(handle), what="the task is forgotten")
+            assert gone.code == -32602
+            assert "not found" in gone.message
+        await eventually_true(lambda: seen == ["cancelled"], what="the task still running is cancelled")
 
 
 def test_the_in_memory_store() -> None:
