@@ -15,7 +15,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean() -> None:
-    proc = _run("ruff", "check", "src", "tests", "examples")
+    proc = _run("ruff", "check", "src", "tests", "examples", "scripts", "benchmarks")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -16,7 +16,7 @@ def test_large_answers_and_those_sent_behind_them_arrive_whole() -> None:
     """Answers of 1 MiB and more are written straight from their bytes (transports/pipes.py),
     and every answer sent while one is still going out waits behind it: over a real stdio
     pipe, to a client that reads slowly, each answer arrives whole, none cut into another."""
-    script = ROOT / "benchmarks" / "servers" / "mcpkit_server.py"
+    script = ROOT / "benchmarks" / "perf" / "servers" / "mcpkit_server.py"
     proc = subprocess.Popen(
         [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )

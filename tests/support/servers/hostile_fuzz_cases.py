@@ -1,4 +1,4 @@
-"""Hostile inputs for tests/hostile/test_fuzz.py and bench/soak.py, and the oracle that
+"""Hostile inputs for tests/hostile/test_fuzz.py and benchmarks/soak/soak.py, and the oracle that
 judges the answers. Pure functions: no I/O, no clock.
 
 A :class:`Case` is made from one seeded ``random.Random`` (``case_rng(seed, label, n)``),

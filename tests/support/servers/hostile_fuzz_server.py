@@ -1,4 +1,4 @@
-"""The server the fuzz test (tests/hostile/test_fuzz.py) and the soak (bench/soak.py) attack.
+"""The server the fuzz test (tests/hostile/test_fuzz.py) and the soak (benchmarks/soak/soak.py) attack.
 
     python tests/support/servers/hostile_fuzz_server.py            # stdio
     python tests/support/servers/hostile_fuzz_server.py PORT       # Streamable HTTP on 127.0.0.1:PORT/mcp

@@ -7,7 +7,7 @@ what this costs is Python, the pipes and the load generator on this machine. It 
 ``tools/call`` of ``echo``, ``fail`` (``isError: true``) and ``blob``; it ignores
 notifications and answers anything else -32601.
 
-    python benchmarks/servers/raw_floor.py [--tools N]
+    python benchmarks/perf/servers/raw_floor.py [--tools N]
 """
 
 from __future__ import annotations

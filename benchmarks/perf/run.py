@@ -1,13 +1,13 @@
 """mcpkit's benchmark: one command for the table, the regression check, the scale figures
 and the profiles (docs/performance.md).
 
-    python benchmarks/run.py                     # the table (about 15 minutes on 2 quiet cores)
-    python benchmarks/run.py --quick             # the same, short: checks that everything runs
-    python benchmarks/run.py --only stdio_echo_c1,http_echo_c16 --rounds 3
-    python benchmarks/run.py markdown RESULTS    # a results folder as Markdown, for docs/performance.md
-    python benchmarks/run.py check               # the regression check of tests/test_perf_regression.py
-    python benchmarks/run.py scale               # 1,000 sessions, 10,000 idle SSE streams, p99 at 32 in flight
-    python benchmarks/run.py profile             # py-spy profiles of mcpkit's hot paths, summarised
+    python benchmarks/perf/run.py                     # the table (about 15 minutes on 2 quiet cores)
+    python benchmarks/perf/run.py --quick             # the same, short: checks that everything runs
+    python benchmarks/perf/run.py --only stdio_echo_c1,http_echo_c16 --rounds 3
+    python benchmarks/perf/run.py markdown RESULTS    # a results folder as Markdown, for docs/performance.md
+    python benchmarks/perf/run.py check               # the regression check of tests/test_perf_regression.py
+    python benchmarks/perf/run.py scale               # 1,000 sessions, 10,000 idle SSE streams, p99 at 32 in flight
+    python benchmarks/perf/run.py profile             # py-spy profiles of mcpkit's hot paths, summarised
 
 Run it with the interpreter that has mcpkit (``pip install -e '.[bench]'``); the official
 SDK and fastmcp get virtual environments of their own under .cache/bench/venvs/, made on
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in (*COMMANDS, "-h", "--help"):
         argv = ["table", *argv]
     parser = argparse.ArgumentParser(
-        prog="benchmarks/run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="benchmarks/perf/run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -1,7 +1,7 @@
 """The benchmark server on mcpkit (this repository). See _common.py for its tools and flags.
 
-python benchmarks/servers/mcpkit_server.py [--tools N] [--async-tools]
-python benchmarks/servers/mcpkit_server.py --http PORT [--scale]
+python benchmarks/perf/servers/mcpkit_server.py [--tools N] [--async-tools]
+python benchmarks/perf/servers/mcpkit_server.py --http PORT [--scale]
 """
 
 from __future__ import annotations

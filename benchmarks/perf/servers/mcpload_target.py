@@ -1,7 +1,7 @@
 """mcpkit's server for ../shared/bench/mcpload.py: the same tools and flags as the
 reference servers (echo, fail, sleep, --tools N, --async-tools).
 
-    python bench/mcpkit_server.py [--tools N] [--async-tools] [--http PORT [--sse]]
+    python benchmarks/perf/servers/mcpload_target.py [--tools N] [--async-tools] [--http PORT [--sse]]
 
 ``--stateful`` is accepted for mcpload's sake and changes nothing: mcpkit serves
 legacy clients (which is what mcpload speaks) with sessions and modern clients

@@ -11,12 +11,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "tests" / "servers" / "hostile_fuzz_server.py"
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "tests" / "support" / "servers" / "hostile_fuzz_server.py"
 
 
 def _load_cases() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hostile_fuzz_cases", ROOT / "tests" / "servers" / "hostile_fuzz_cases.py")
+    cases = ROOT / "tests" / "support" / "servers" / "hostile_fuzz_cases.py"
+    spec = importlib.util.spec_from_file_location("hostile_fuzz_cases", cases)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)

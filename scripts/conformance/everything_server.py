@@ -1,7 +1,7 @@
 """Every tool, resource, template and prompt the MCP conformance suite's server scenarios call.
 
-    python examples/everything_server.py --port 3001          # serves http://127.0.0.1:3001/mcp
-    python examples/everything_server.py --port 3001 --sse    # the same, every answer an SSE stream
+    python scripts/conformance/everything_server.py --port 3001          # serves http://127.0.0.1:3001/mcp
+    python scripts/conformance/everything_server.py --port 3001 --sse    # the same, every answer an SSE stream
 
 One endpoint serves both eras: the suite's 2025-11-25 scenarios start with
 ``initialize`` and keep a session, its 2026-07-28 scenarios send stateless requests

@@ -1,4 +1,4 @@
-"""mcpbench: the benchmark harness of mcpkit (run it with ``python benchmarks/run.py``).
+"""mcpbench: the benchmark harness of mcpkit (run it with ``python benchmarks/perf/run.py``).
 
 It speaks raw JSON-RPC, with no MCP SDK, so that it measures every server the same way:
 

@@ -2,7 +2,7 @@
 HTTP it answers JSON, and is stateless unless ``--stateful``. The banner is off, which
 also skips fastmcp's network update check at start-up.
 
-    python benchmarks/servers/fastmcp_server.py [--tools N] [--http PORT [--stateful]]
+    python benchmarks/perf/servers/fastmcp_server.py [--tools N] [--http PORT [--stateful]]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ of raw_floor.py) and answers ``application/json``: no validation, sessions, head
 or SSE. A notification gets 202. What a real server costs above this is framework; what
 this costs is Python, uvicorn and the load generator on this machine.
 
-    python benchmarks/servers/asgi_floor.py --http PORT [--tools N]
+    python benchmarks/perf/servers/asgi_floor.py --http PORT [--tools N]
 """
 
 from __future__ import annotations

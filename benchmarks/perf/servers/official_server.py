@@ -3,7 +3,7 @@
 stateless unless ``--stateful`` (or ``--scale``, which also lifts the
 session cap).
 
-    python benchmarks/servers/official_server.py [--tools N] [--http PORT [--stateful]]
+    python benchmarks/perf/servers/official_server.py [--tools N] [--http PORT [--stateful]]
 """
 
 from __future__ import annotations

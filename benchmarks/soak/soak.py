@@ -1,14 +1,14 @@
 """A bounded soak: a real mcpkit server over stdio and one over Streamable HTTP, driven
 for ``--minutes`` (default 10) with mixed valid and hostile traffic in both eras, on
-127.0.0.1 only. See bench/README.md.
+127.0.0.1 only. See benchmarks/soak/README.md.
 
-    .venv/bin/python bench/soak.py [--minutes 10] [--seed 1234] [--max-growth-mb 30]
+    .venv/bin/python benchmarks/soak/soak.py [--minutes 10] [--seed 1234] [--max-growth-mb 30]
 
 Traffic, all at once:
 
 * valid: tools/call, tools/list, resources/read in the modern era and on a legacy
   session, over both transports; every one must succeed;
-* the hostile inputs of tests/hostile/test_fuzz.py (tests/servers/hostile_fuzz_cases.py);
+* the hostile inputs of tests/hostile/test_fuzz.py (tests/support/servers/hostile_fuzz_cases.py);
 * the attacks of the hardening issue: unknown tools with ~8 KB names (modern), legacy
   requests refused for a bad ``MCP-Protocol-Version``, deep nesting and huge numbers,
   clients that stop reading their responses for a while (a stdio burst, raw HTTP

@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "benchmarks"
+ROOT = Path(__file__).resolve().parents[3]
+BENCH = ROOT / "benchmarks" / "perf"
 CACHE = ROOT / ".cache" / "bench"
 SCRIPTS = BENCH / "servers"
 

@@ -1,6 +1,6 @@
 """The client side of the MCP conformance suite, written with mcpkit's ``Client``.
 
-    MCP_CONFORMANCE_SCENARIO=tools_call python examples/conformance_client.py http://localhost:PORT/mcp
+    MCP_CONFORMANCE_SCENARIO=tools_call python scripts/conformance/conformance_client.py http://localhost:PORT/mcp
 
 The suite (``@modelcontextprotocol/conformance``) starts a mock server per client
 scenario and runs this program with the server's URL as its last argument. The

@@ -1,14 +1,14 @@
 """A bounded soak of several nodes behind HAProxy with Redis (docs/deploy.md), on 127.0.0.1.
 
-Three node processes (tests/servers/node_app.py), a redis-server with an append-only file
+Three node processes (tests/support/servers/node_app.py), a redis-server with an append-only file
 and HAProxy, as in tests/test_nodes.py. Legacy and modern clients call ``add`` without
 pause while, every ``--kill-every`` seconds, a random node is killed with SIGKILL and
 started again, and every ``--redis-every`` seconds Redis is killed and restarted after
 1.5 s. At the end it prints what was answered, what failed (by error) and the longest run
 of failures after each event, and exits 1 if an answer was wrong or a session was lost.
 
-    .venv/bin/python bench/soak_nodes.py                  # 5 minutes
-    .venv/bin/python bench/soak_nodes.py --minutes 1      # a quick check
+    .venv/bin/python benchmarks/soak/soak_nodes.py                  # 5 minutes
+    .venv/bin/python benchmarks/soak/soak_nodes.py --minutes 1      # a quick check
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-from conftest import free_port
 from mcpkit import Client, ClientOptions, HttpTransport, McpError
-from nodes import LEGACY, MODERN, Node, Redis, haproxy, haproxy_config, require_binaries
+from support.eras import LEGACY, MODERN
+from support.nodes import Node, Redis, haproxy, haproxy_config, require_binaries
+from support.ports import free_port
 
 
 class Tally:

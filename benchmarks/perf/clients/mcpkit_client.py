@@ -2,8 +2,8 @@
 ``call_tool("echo")`` in a loop with N calls in flight for a given time, every answer
 checked; prints the calls per second as JSON.
 
-    python benchmarks/clients/mcpkit_client.py --stdio "python benchmarks/servers/raw_floor.py" --seconds 5
-    python benchmarks/clients/mcpkit_client.py --http http://127.0.0.1:8000/mcp --era modern -c 16
+    python benchmarks/perf/clients/mcpkit_client.py --stdio "python benchmarks/perf/servers/raw_floor.py" --seconds 5
+    python benchmarks/perf/clients/mcpkit_client.py --http http://127.0.0.1:8000/mcp --era modern -c 16
 """
 
 from __future__ import annotations
