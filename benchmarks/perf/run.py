@@ -5,7 +5,7 @@ and the profiles (docs/performance.md).
     python benchmarks/perf/run.py --quick             # the same, short: checks that everything runs
     python benchmarks/perf/run.py --only stdio_echo_c1,http_echo_c16 --rounds 3
     python benchmarks/perf/run.py markdown RESULTS    # a results folder as Markdown, for docs/performance.md
-    python benchmarks/perf/run.py check               # the regression check of tests/test_perf_regression.py
+    python benchmarks/perf/run.py check               # the regression check of tests/perf/test_perf_regression.py
     python benchmarks/perf/run.py scale               # 1,000 sessions, 10,000 idle SSE streams, p99 at 32 in flight
     python benchmarks/perf/run.py profile             # py-spy profiles of mcpkit's hot paths, summarised
 

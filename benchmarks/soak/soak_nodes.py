@@ -1,7 +1,7 @@
 """A bounded soak of several nodes behind HAProxy with Redis (docs/deploy.md), on 127.0.0.1.
 
 Three node processes (tests/support/servers/node_app.py), a redis-server with an append-only file
-and HAProxy, as in tests/test_nodes.py. Legacy and modern clients call ``add`` without
+and HAProxy, as in tests/nodes/test_load_balanced_nodes.py. Legacy and modern clients call ``add`` without
 pause while, every ``--kill-every`` seconds, a random node is killed with SIGKILL and
 started again, and every ``--redis-every`` seconds Redis is killed and restarted after
 1.5 s. At the end it prints what was answered, what failed (by error) and the longest run

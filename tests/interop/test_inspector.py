@@ -1,5 +1,5 @@
 """Interop: the MCP Inspector v2's CLI (npm ``@modelcontextprotocol/inspector``, pinned in
-tests/peers.py, on the Node 22 it needs) against an mcpkit server
+tests/support/peers.py, on the Node 22 it needs) against an mcpkit server
 (tests/support/servers/interop_target.py), over stdio and Streamable HTTP, with
 ``--protocol-era modern`` and ``--protocol-era legacy``.
 

@@ -1,5 +1,5 @@
 """Interop: mcpkit's client against ``@modelcontextprotocol/server-everything`` (npm,
-pinned in tests/peers.py; the TypeScript SDK's reference server, legacy era: 2025-11-25)
+pinned in tests/support/peers.py; the TypeScript SDK's reference server, legacy era: 2025-11-25)
 over stdio and Streamable HTTP (its ``streamableHttp`` mode: stateful sessions, SSE
 responses, a GET stream, an event store).
 

@@ -1,7 +1,7 @@
 """Interop over the deprecated HTTP+SSE transport (2024-11-05): mcpkit's client
 (``SseTransport``, and ``HttpTransport``'s fallback to it) against foreign servers.
 
-1. ``@modelcontextprotocol/server-everything`` (npm, pinned in tests/peers.py) in its
+1. ``@modelcontextprotocol/server-everything`` (npm, pinned in tests/support/peers.py) in its
    ``sse`` mode (``GET /sse``, ``POST /message?sessionId=...``; a POST to ``/sse`` gets
    Express's 404): initialize, list tools, call ``echo``, read a resource, its
    server-to-client requests (``roots/list`` after initialize, ``sampling/createMessage``

@@ -10,7 +10,7 @@ It speaks raw JSON-RPC, with no MCP SDK, so that it measures every server the sa
 - ``servers``: the servers under test and the virtual environments they run in;
 - ``workloads``: what the table measures, and the issue's targets;
 - ``table``: interleaved rounds, ratios, the Markdown table and the chart;
-- ``check``: the short regression check CI runs (tests/test_perf_regression.py);
+- ``check``: the short regression check CI runs (tests/perf/test_perf_regression.py);
 - ``scale``: thousands of sessions and idle streams;
 - ``profile``: py-spy profiles of mcpkit's hot paths, summarised.
 """

@@ -1,5 +1,5 @@
 """The performance regression check: mcpkit against the official SDK, as ratios, in well
-under two minutes (tests/test_perf_regression.py runs it in CI).
+under two minutes (tests/perf/test_perf_regression.py runs it in CI).
 
 Each check starts one mcpkit server and one official-SDK server and keeps both for its
 rounds: after a warm-up, short bursts of load alternate between the two (A B, then B A,

@@ -1,5 +1,5 @@
 """Retries and reconnection over real loopback HTTP, with faults injected by the tests'
-own means (tests/faults.py): an ASGI wrapper that answers 503 + ``Retry-After``, and a
+own means (tests/support/faults.py): an ASGI wrapper that answers 503 + ``Retry-After``, and a
 TCP proxy that drops, delays or cuts connections. The server's own counters prove what
 reached it."""
 

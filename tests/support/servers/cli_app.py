@@ -1,4 +1,4 @@
-"""The server the ``mcpkit`` command is tested against (tests/test_cli.py):
+"""The server the ``mcpkit`` command is tested against (tests/e2e/cli/test_commands.py):
 ``python tests/support/servers/cli_app.py`` serves stdio, ``... http PORT`` Streamable HTTP;
 ``mcpkit run tests/support/servers/cli_app.py`` finds ``server`` in it.
 

@@ -1,7 +1,7 @@
 """A server whose tools change what it offers while clients are connected.
 
 ``python tests/support/servers/dynamic.py`` serves stdio; ``... --http PORT`` serves
-127.0.0.1:PORT/mcp. Used by tests/test_subscriptions.py.
+127.0.0.1:PORT/mcp. Used by tests/unit/server/test_subscriptions.py.
 """
 
 from __future__ import annotations

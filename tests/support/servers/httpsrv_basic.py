@@ -2,7 +2,7 @@
 
 ``python tests/support/servers/httpsrv_basic.py PORT`` serves 127.0.0.1:PORT/mcp with the default
 options (so the default 4 MiB body limit and DNS-rebinding protection). Used by
-tests/test_http_server.py to watch the server process's memory from outside.
+tests/e2e/http/test_server.py to watch the server process's memory from outside.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A server whose handlers ask the client: elicitation (form and URL), sampling, roots.
 
 ``python tests/support/servers/interactive.py`` serves stdio; ``... --http PORT`` serves
-127.0.0.1:PORT/mcp. Both eras; the same handlers. Used by tests/test_interactive.py.
+127.0.0.1:PORT/mcp. Both eras; the same handlers. Used by tests/unit/server/test_interactive.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An mcpkit server with the questions tests/support/servers/interactive.py does not ask, for
-the interop tests with foreign clients (tests/test_interop_interactive.py).
+the interop tests with foreign clients (tests/interop/test_interactive.py).
 
 ``python tests/support/servers/interactive_extra.py`` serves stdio, both eras. Tools:
 

@@ -1,4 +1,4 @@
-"""One node of a multi-node deployment, for tests/test_nodes.py (and deploy/ examples).
+"""One node of a multi-node deployment, for tests/nodes/test_load_balanced_nodes.py (and deploy/ examples).
 
 ``python tests/support/servers/node_app.py PORT REDIS_URL LABEL`` serves 127.0.0.1:PORT/mcp with
 ``run_uvicorn``: legacy sessions, SSE streams and change notifications shared through

@@ -2,7 +2,7 @@
 
 ``python tests/support/servers/official_interactive.py`` serves stdio; ``... --http PORT`` serves
 Streamable HTTP (stateful, SSE responses) on 127.0.0.1:PORT/mcp. Used by
-tests/test_interop_interactive.py.
+tests/interop/test_interactive.py.
 
 The tools that ask through resolvers (a ``Resolve(...)`` parameter whose function
 returns ``Elicit`` / ``Sample`` / ``ListRoots``) work in both eras: a server→client

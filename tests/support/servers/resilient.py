@@ -1,5 +1,5 @@
-"""A stdio server for the resilience tests (tests/test_supervision.py,
-tests/test_progress_deadlines.py): ``python tests/support/servers/resilient.py LOG``.
+"""A stdio server for the resilience tests (tests/e2e/stdio/test_supervision.py,
+tests/unit/client/test_progress_deadlines.py): ``python tests/support/servers/resilient.py LOG``.
 
 Every start appends ``start <pid> <monotonic time>`` to the file ``LOG``, and every
 call that matters appends a line too, so that a test can count what the server saw

@@ -1,5 +1,5 @@
 """A scripted server of the deprecated HTTP+SSE transport (raw ASGI), for
-tests/test_sse_transport_client.py; run in a thread with ``support.serving.serve_in_thread``.
+tests/e2e/sse/test_client.py; run in a thread with ``support.serving.serve_in_thread``.
 
 ``SseFake()`` is the app; what it saw is in its attributes. ``GET /sse?mode=M`` opens a
 stream whose first event depends on ``M``:

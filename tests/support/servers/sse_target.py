@@ -6,7 +6,7 @@ with a 64 KiB body limit and a keep-alive comment every 0.5 s. ``--auth`` requir
 bearer token with scope ``mcp``: ``alice-token`` and ``bob-token`` (two subjects) have it,
 ``weak-token`` (carol) and ``alice-weak-token`` (alice) have not, and the tool ``secret``
 needs scope ``admin`` (``admin-token``, alice's).
-Used by tests/test_sse_transport_server.py and tests/interop/test_official_sse_client.py.
+Used by tests/e2e/sse/test_server.py and tests/interop/test_official_sse_client.py.
 
 Tools: ``echo(text)``; ``chatty(steps)`` logs ``step i`` (info) then answers ``done``;
 ``ask_name()`` elicits a name; ``ask_model(question)`` samples; ``roots()`` lists the

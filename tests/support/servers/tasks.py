@@ -1,7 +1,7 @@
 """A server whose long tools run as tasks (the tasks extension, docs/tasks.md).
 
 ``python tests/support/servers/tasks.py`` serves stdio; ``... --http PORT`` serves
-127.0.0.1:PORT/mcp. Used by tests/test_tasks.py (also in memory, with ``load_server``).
+127.0.0.1:PORT/mcp. Used by tests/unit/server/test_tasks.py (also in memory, with ``load_server``).
 ``EVENTS`` records what the handlers saw (in this process).
 """
 

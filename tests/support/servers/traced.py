@@ -1,4 +1,4 @@
-"""A server that traces with the OpenTelemetry SDK (tests/test_tracing.py): the global
+"""A server that traces with the OpenTelemetry SDK (tests/unit/runtime/test_tracing.py): the global
 tracer provider is set, so ``Server()`` traces without being told (``tracing=None``);
 each finished span is appended as a JSON line to the file named by ``$TRACE_FILE``.
 ``python tests/support/servers/traced.py`` serves stdio."""

@@ -1,7 +1,7 @@
 """The JSON-RPC engine at the edges of its contract: raw bytes in, the exact reply (or
 silence) out, as the peer sees it (docs/errors.md; src/mcpkit/protocol/engine.py).
 
-tests/test_engine.py covers the lifecycle; this file pins what mutation testing showed
+tests/unit/protocol/test_engine.py covers the lifecycle; this file pins what mutation testing showed
 untested: which malformed messages are answered and which are ignored, the exact code,
 message and data of every error the engine builds or relays, the byte caps, and which
 values count as numbers and ids.

@@ -1,7 +1,6 @@
 """The tasks extension (docs/tasks.md) through the public API: mcpkit's server and client
-in memory, over stdio and over real HTTP (tests/support/servers/tasks.py), and mcpkit's client
-against ``@modelcontextprotocol/server-everything``'s task-based tool (the 2025-11-25
-experimental tasks), over stdio and Streamable HTTP.
+in memory, over stdio and over real HTTP (tests/support/servers/tasks.py; those cases are
+e2e). Against server-everything's task-based tool: tests/interop/test_server_everything_tasks.py.
 
 A task that outlives its client's connection and is fetched after reconnecting; cancel
 (explicit, and a call given up on); time to live; 200 concurrent tasks; questions

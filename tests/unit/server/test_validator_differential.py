@@ -9,7 +9,7 @@ at which jsonschema-rs also finds a failure. Example-based tests below pin each 
 and each disagreement that was found and fixed.
 
 ``MCPKIT_DIFF_EXAMPLES`` sets the number of generated examples (1,000 by default) for a
-long run by hand, e.g. ``MCPKIT_DIFF_EXAMPLES=20000 pytest tests/test_validator_differential.py``.
+long run by hand, e.g. ``MCPKIT_DIFF_EXAMPLES=20000 pytest tests/unit/server/test_validator_differential.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Argument validation as a tool's caller sees it (src/mcpkit/server/validate.py).
 
 The reason a call is refused is one line a person can act on: it names the argument by its
-path and says what is wrong with the value. tests/test_validator_differential.py holds the
+path and says what is wrong with the value. tests/unit/server/test_validator_differential.py holds the
 built-in validator's verdicts against jsonschema-rs; this file pins the reasons themselves
 (every template, at a nested path, for arguments and for structured output fields), the
 JSON equality and typing rules, which schemas a trusted caller may hand over, and the
