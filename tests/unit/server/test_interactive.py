@@ -354,7 +354,7 @@ async def test_legacy_question_times_out_on_the_server(connect: Any, kind: str) 
         result = await client.call_tool("impatient")
         assert result.is_error
         assert "Request timed out" in result.content[0].text
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 10  # the deadline, not the callback's 30 s
         release.set()
         await client.ping()
 
@@ -369,7 +369,7 @@ async def test_modern_call_deadline_bounds_the_callbacks(connect: Any, kind: str
         started = time.monotonic()
         with pytest.raises(RequestTimeout):
             await client.call_tool("ask_name", timeout=0.5)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 10  # the deadline, not the callback's 30 s
 
 
 @pytest.mark.parametrize("kind", TRANSPORTS)
