@@ -378,9 +378,12 @@ async def test_a_cut_response_stream_is_resumed_in_legacy_and_lost_in_modern(era
             )
             async with asyncio.timeout(5):
                 await progressed.wait()  # the stream is open, its first event read
+            for header in (b"last-event-id", b"Last-Event-ID"):
+                proxy.watch(header)
             proxy.cut_the_one_with(b'"in-steps"')
             if era == LEGACY:
-                await asyncio.sleep(0.5)  # the stream is resumed meanwhile
+                resumed = lambda: proxy.forwarded[b"last-event-id"] + proxy.forwarded[b"Last-Event-ID"] > 0  # noqa: E731
+                await until(resumed, what="the client resumes the stream with Last-Event-ID")
                 counts.release.set()
                 async with asyncio.timeout(10):
                     assert text_of(await call) == "paid in-steps in steps"
