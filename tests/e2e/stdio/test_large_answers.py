@@ -3,13 +3,21 @@ arrives whole, and those sent behind it wait their turn (src/mcpkit/transports/p
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
+import termios
 import time
 from typing import Any
 
 from support.paths import ROOT
+from support.waiting import wait_until
+
+
+def _unread(pipe: Any) -> int:
+    """How many bytes wait in ``pipe`` (the kernel's count: nothing is read)."""
+    return int.from_bytes(fcntl.ioctl(pipe.fileno(), termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
 
 
 def test_large_answers_and_those_sent_behind_them_arrive_whole() -> None:
@@ -39,7 +47,8 @@ def test_large_answers_and_those_sent_behind_them_arrive_whole() -> None:
     try:
         proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
         proc.stdin.flush()
-        time.sleep(0.3)  # the answers fill the pipe: the server waits for the client
+        # The answers fill the pipe (64 KiB on Linux): the server waits for the client.
+        wait_until(lambda: _unread(proc.stdout) >= 65536, what="the server has filled its stdout pipe")
         answers = []
         for _ in range(len(calls) + 1):
             line = b""
