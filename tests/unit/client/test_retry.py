@@ -348,7 +348,9 @@ async def test_a_retry_starts_over_and_never_replays_earlier_answers() -> None:
     options = ClientOptions(protocol_version="2026-07-28", on_elicit=on_elicit, retry=FAST)
     async with Client(server, options) as client:
         await client.list_tools()
-        result = await client.call_tool("search", timeout=0.3)
+        # 2 s an attempt: the first hangs for all of it, the second must finish within it
+        # (its on_elicit, a plain def, runs on a thread: no virtual time here)
+        result = await client.call_tool("search", timeout=2.0)
     assert text(result) == "searched answer 2"  # asked afresh: the first attempt's answer was not replayed
     assert asked == ["Which index?", "Which index?"]
     assert runs == ["answer 1", "answer 2"]
@@ -357,6 +359,7 @@ async def test_a_retry_starts_over_and_never_replays_earlier_answers() -> None:
 # --- events and logs -----------------------------------------------------------------------------------
 
 
+@on_virtual_time  # the retry must answer within the 0.1 s the log lines name
 async def test_events_are_logged_and_a_failing_handler_does_not_break_the_call(caplog: pytest.LogCaptureFixture) -> None:
     flaky = Flaky(hangs=1)
 

@@ -902,7 +902,7 @@ async def test_unencodable_mcp_error_data_still_gets_an_answer(era: str, caplog:
     def echo(text: str) -> str:
         return text
 
-    async with Client(server, ClientOptions(protocol_version=era, request_timeout=1.5)) as c:
+    async with Client(server, ClientOptions(protocol_version=era, request_timeout=10)) as c:
         for call in (lambda: c.call_tool("bad_data", {}), lambda: c.read_resource("bad://data")):
             err = await expect_error(call())
             assert err.code == -32603
