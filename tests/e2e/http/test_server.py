@@ -65,7 +65,7 @@ def _flag(name: str) -> threading.Event:
         return _flags.setdefault(name, threading.Event())
 
 
-async def _wait_flag(name: str, timeout: float = 5.0) -> bool:
+async def _wait_flag(name: str, timeout: float = 10.0) -> bool:
     return await asyncio.to_thread(_flag(name).wait, timeout)
 
 
@@ -1417,7 +1417,7 @@ async def test_legacy_disconnect_does_not_cancel_and_result_is_resumable(ahttp: 
         assert resp.status_code == 200
         got = await _read_events_until(resp, lambda evs: any(i for i, _ in evs))
     last_id = next(i for i, _ in got if i)
-    assert await _wait_flag(f"{tag}:finished", 5), "the handler did not run to completion after the disconnect"
+    assert await _wait_flag(f"{tag}:finished", 10), "the handler did not run to completion after the disconnect"
     assert not _flag(f"{tag}:cancelled").is_set()
     headers = {**legacy_headers(sid), "accept": "text/event-stream", "last-event-id": last_id}
     async with ahttp.stream("GET", url, headers=headers) as resp:

@@ -56,7 +56,7 @@ def connect(request: pytest.FixtureRequest) -> Any:
     return make
 
 
-async def next_event(changes: Any, timeout: float = 5.0) -> SubscriptionEvent:
+async def next_event(changes: Any, timeout: float = 10.0) -> SubscriptionEvent:
     event: SubscriptionEvent = await asyncio.wait_for(changes.__anext__(), timeout)
     return event
 
@@ -370,7 +370,7 @@ async def test_a_dropped_modern_stream_is_reopened_with_a_resync(http_url: str) 
                 assert got == {SubscriptionEvent("tools"), SubscriptionEvent("resource", "doc://readme")}
                 assert changes.reopened >= 1
                 await client.call_tool("touch", {"uris": ["doc://readme"]})
-                assert await next_event(changes, 5) == SubscriptionEvent("resource", "doc://readme")
+                assert await next_event(changes, 10) == SubscriptionEvent("resource", "doc://readme")
 
 
 @pytest.mark.e2e
