@@ -40,7 +40,7 @@ from support.processes import listening, server_command
 WHERE = ["stdio", "http"]
 MODES = [pytest.param("auto", id="auto"), pytest.param("legacy", id="legacy")]
 ERA_OF_MODE = {"auto": MODERN, "legacy": LEGACY}
-LIMIT = 30.0  # seconds for a whole test body
+LIMIT = 60.0  # seconds for a whole test body (a spawned FastMCP server gets 30 s to start)
 
 
 def serve(script: str, **popen: Any) -> Iterator[str]:
@@ -194,7 +194,10 @@ async def kit_on_fastmcp(where: str, era: str | None, url: str, **options: Any) 
     transport: Any = HttpTransport(url)
     if where == "stdio":
         transport = StdioTransport(server_command("fastmcp_server"), stderr="devnull")
-    async with Client(transport, ClientOptions(protocol_version=era, request_timeout=10, **options)) as client:
+    # FastMCP takes seconds to import: the spawned server gets 30 s to answer the probe or the
+    # handshake (the probe must not time out into the legacy era on a loaded machine).
+    options = {"request_timeout": 30, "discover_timeout": 30, **options}
+    async with Client(transport, ClientOptions(protocol_version=era, **options)) as client:
         assert (client.era, client.protocol_version) == (("legacy", LEGACY) if era == LEGACY else ("modern", MODERN))
         yield client
 

@@ -43,7 +43,7 @@ from support.ports import free_port
 from support.waiting import until, wait_until
 from support.wire import modern
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
 
 
 @dataclass
@@ -343,12 +343,15 @@ async def test_a_subscription_hears_changes_made_on_every_node(deployment: Deplo
 # --- failures ---------------------------------------------------------------------------------------
 
 
-async def _legacy_load(url: str, until: float, results: dict[str, Any], tag: int) -> None:
+async def _legacy_load(url: str, stop: asyncio.Event, results: dict[str, Any], tag: int) -> None:
+    """One legacy client calling ``add`` until ``stop`` is set; it records its connection in
+    ``results["connected"]`` (the test waits for every one before it breaks anything)."""
     c, transport = client(url, LEGACY, request_timeout=5)
     async with c:
+        results.setdefault("connected", []).append(tag)
         session = transport.session_id
         i = 0
-        while time.monotonic() < until:
+        while not stop.is_set():
             i += 1
             try:
                 text = (await c.call_tool("add", {"a": tag * 1_000_000 + i, "b": 1})).content[0].text  # type: ignore[union-attr]
@@ -369,8 +372,8 @@ async def test_a_node_killed_under_load(deployment: Deployment) -> None:
     """kill -9 of one node while four legacy clients call: only the requests in flight on
     it fail, no answer goes to the wrong request, no session is lost, and a request whose
     SSE stream was on it gets an error from the node its client resumes on."""
-    results: dict[str, Any] = {"ok": [], "failed": [], "sessions": []}
-    until = time.monotonic() + 5
+    results: dict[str, Any] = {"ok": [], "failed": [], "sessions": [], "connected": []}
+    stop = asyncio.Event()
     finished: list[float] = []
 
     async def streaming(c: Client) -> Any:
@@ -382,11 +385,14 @@ async def test_a_node_killed_under_load(deployment: Deployment) -> None:
     c, _ = client(deployment.url, LEGACY, request_timeout=15)
     async with c:
         streams = [asyncio.ensure_future(streaming(c)) for _ in range(3)]
-        workers = [asyncio.ensure_future(_legacy_load(deployment.url, until, results, tag)) for tag in range(4)]
-        await asyncio.sleep(1.5)
+        workers = [asyncio.ensure_future(_legacy_load(deployment.url, stop, results, tag)) for tag in range(4)]
+        await until(lambda: len(results["connected"]) == 4 and len(results["ok"]) >= 40, timeout=30, what="the load runs")
         victim = deployment.node("C")
         killed_at = time.monotonic()
         victim.kill()
+        await asyncio.sleep(3)  # the load goes on for 3 s at least (a duration, not a condition) ...
+        await until(lambda: sum(t > killed_at for t in results["ok"]) >= 10, timeout=30, what="calls answered after the kill")
+        stop.set()  # ... and until ten calls were answered after the kill
         await asyncio.gather(*workers)
         outcomes = await asyncio.gather(*streams, return_exceptions=True)
     deployment.revive()
@@ -411,28 +417,39 @@ async def test_a_node_killed_under_load(deployment: Deployment) -> None:
 async def test_redis_restarted_under_load(deployment: Deployment) -> None:
     """While Redis is down, legacy requests get a clear 503 (never a hang) and modern ones
     go on; after it is back, everything works again, and every answer was right."""
-    results: dict[str, Any] = {"ok": [], "failed": [], "sessions": []}
+    results: dict[str, Any] = {"ok": [], "failed": [], "sessions": [], "connected": []}
     modern_ok: list[float] = []
-    until = time.monotonic() + 6
+    stop = asyncio.Event()
 
     async def modern_load() -> None:
         c, _ = client(deployment.url, MODERN, request_timeout=5)
         async with c:
             i = 0
-            while time.monotonic() < until:
+            while not stop.is_set():
                 i += 1
                 text = (await c.call_tool("add", {"a": i, "b": 1})).content[0].text  # type: ignore[union-attr]
                 assert int(text.split()[0]) == i + 1
                 modern_ok.append(time.monotonic())
 
-    workers = [asyncio.ensure_future(_legacy_load(deployment.url, until, results, tag)) for tag in range(3)]
+    workers = [asyncio.ensure_future(_legacy_load(deployment.url, stop, results, tag)) for tag in range(3)]
     modern = asyncio.ensure_future(modern_load())
-    await asyncio.sleep(1)
+    await until(lambda: len(results["connected"]) == 3 and len(results["ok"]) >= 30 and modern_ok, timeout=30,
+                what="the legacy and modern load runs")
     down_at = time.monotonic()
     deployment.redis.kill()
-    await asyncio.sleep(1.5)
-    deployment.redis.start()
+    await asyncio.sleep(1.5)  # down for 1.5 s at least (a duration) ...
+    await until(lambda: results["failed"] and any(t > down_at for t in modern_ok), timeout=30,
+                what="legacy calls refused and modern ones answered while Redis is down")
+    deployment.redis.start()  # ... and until both eras have shown what Redis being down does to them
     up_at = time.monotonic()
+
+    def served_again() -> bool:
+        last_failure = max(t for t, *_ in results["failed"])
+        return any(t > max(up_at, last_failure) for t in results["ok"])
+
+    await until(served_again, timeout=30, what="legacy calls answered again after Redis is back")
+    await asyncio.sleep(1)  # and a second more of load
+    stop.set()
     await asyncio.gather(*workers, modern)
     failed = results["failed"]
     recovered = max(0.0, max((t for t, *_ in failed), default=up_at) - up_at)
