@@ -153,3 +153,18 @@ def test_stale_keys_are_refused_past_max_stale(keys: tuple[KeyServer, str], tmp_
 def _sync_call(http: httpx.Client, server: Protected, tok: str) -> int:
     body, headers = _whoami(tok)
     return http.post(server.url, json=body, headers=headers).status_code
+
+
+async def test_without_caching_every_request_gets_fresh_keys(keys: tuple[KeyServer, str], tmp_path: Path) -> None:
+    """``cache_ttl=0, max_stale=0``: no key set is used once it is older than its fetch, so
+    each request fetches — and requests arriving together still share one fetch."""
+    ks, _ = keys
+    with _server(keys, tmp_path, cache_ttl=0.0, max_stale=0.0) as server:
+        tok = token(keys, server.url)
+        async with httpx.AsyncClient(timeout=30) as http:
+            assert [(await _call(http, server.url, tok))[0] for _ in range(3)] == [200] * 3
+            assert ks.fetches == 3
+            ks.delay = 0.5
+            answers = await asyncio.gather(*(_call(http, server.url, tok) for _ in range(5)))
+        assert [status for status, _, _ in answers] == [200] * 5
+        assert ks.fetches <= 3 + 2, f"{ks.fetches - 3} fetches for 5 concurrent requests"

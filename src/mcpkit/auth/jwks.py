@@ -98,9 +98,8 @@ class KeySetCache:
         keys = self._usable(now)
         if keys is None:
             await self._wait_for_fetch()
-            keys = self._usable(time.monotonic())
-            if keys is None:  # fetched, yet already too old: a cache_ttl + max_stale of 0
-                raise KeySetUnavailable("the key set could not be kept long enough to be used", self._wait_left())
+            keys = self._keys  # just fetched: usable whatever cache_ttl says
+            assert keys is not None
         elif now - self._fetched_at > self.cache_ttl:
             self._refresh_in_background()
         if kid is None:
@@ -110,7 +109,7 @@ class KeySetCache:
             return key
         if self._failures:
             raise KeySetUnavailable(f"the key set cannot be refetched: {self._last_error}", self._wait_left())
-        if time.monotonic() - self._attempted_at >= self.min_refetch or self._inflight is not None:
+        if time.monotonic() - self._attempted_at >= self.min_refetch or self._running() is not None:
             await self._wait_for_fetch()  # maybe the key set was rotated
             return (self._keys or {}).get(kid)
         return None
@@ -126,11 +125,19 @@ class KeySetCache:
     def _wait_left(self) -> float:
         return max(0.0, self._retry_at - time.monotonic())
 
+    def _running(self) -> asyncio.Task[None] | None:
+        """The fetch in flight, if it runs on this event loop (one left behind by a loop
+        that was closed does not count)."""
+        task = self._inflight
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            return None
+        return task
+
     async def _wait_for_fetch(self) -> None:
         """Wait for the fetch in flight, or start one. Raises :class:`KeySetUnavailable`
         when it fails, or at once while the back-off lasts."""
-        task = self._inflight
-        if task is None or task.get_loop() is not asyncio.get_running_loop():
+        task = self._running()
+        if task is None:
             if time.monotonic() < self._retry_at:
                 raise KeySetUnavailable(f"cannot fetch the key set: {self._last_error}", self._wait_left())
             task = self._start()
@@ -138,7 +145,7 @@ class KeySetCache:
 
     def _refresh_in_background(self) -> None:
         """Start a refresh unless one runs or the back-off forbids it; do not wait."""
-        if self._inflight is None and time.monotonic() >= self._retry_at:
+        if self._running() is None and time.monotonic() >= self._retry_at:
             self._start()
 
     def _start(self) -> asyncio.Task[None]:
