@@ -258,6 +258,10 @@ class JWTVerifier:
         return identity_from_claims(claims)
 
 
+#: An introspection gives up its slot once the endpoint has not answered for this many
+#: times ``timeout`` (an endpoint that drips its answer cannot hold slots for ever).
+_HOLD_LIMIT: Final = 3
+
 #: A token as RFC 6750 lets a ``Bearer`` header carry it (``b64token``); nothing else
 #: can be a token worth asking an authorization server about.
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
@@ -290,6 +294,16 @@ class _Expiring:
         return len(self._items)
 
 
+class _Shared:
+    """One introspection in flight, and how many requests wait for its answer."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[AccessToken]
+        self.waiters = 0
+
+
 class IntrospectionVerifier:
     """Verifies opaque tokens with an RFC 7662 introspection endpoint, authenticating
     with ``client_id``/``client_secret`` (HTTP Basic). Refuses inactive tokens and,
@@ -300,7 +314,8 @@ class IntrospectionVerifier:
     server into a load generator against the authorization server (docs/auth.md,
     "Introspection"): a token that cannot be one (not RFC 6750 ``b64token`` syntax) is
     refused without asking; concurrent requests with the same token share one
-    introspection; at most ``max_concurrent`` introspections are in flight at once, and a
+    introspection; at most ``max_concurrent`` introspections are in flight at once (one
+    holds its slot until the endpoint answers, even if nobody waits any more), and a
     token that cannot get its answer (a free slot included) within ``timeout`` seconds
     gets 503; an accepted token's answer is kept ``cache_ttl`` seconds (never past its
     ``exp`` plus ``leeway``), a refused one's ``negative_ttl`` seconds (each cache holds
@@ -339,7 +354,7 @@ class IntrospectionVerifier:
         self._http = http_client
         self._accepted = _Expiring(MAX_CACHED)
         self._refused = _Expiring(MAX_CACHED)
-        self._inflight: dict[str, asyncio.Future[AccessToken]] = {}
+        self._inflight: dict[str, _Shared] = {}
         self._slots: asyncio.Semaphore | None = None
 
     async def verify(self, token: str) -> AccessToken:
@@ -359,21 +374,44 @@ class IntrospectionVerifier:
         if refused is not None:
             raise InvalidToken(refused)
         shared = self._inflight.get(key)
-        if shared is None or shared.get_loop() is not asyncio.get_running_loop():
-            shared = asyncio.ensure_future(self._introspect(token, key))
-            shared.add_done_callback(_retrieve)
-            self._inflight[key] = shared
-        return await asyncio.shield(shared)
-
-    async def _introspect(self, token: str, key: str) -> AccessToken:
-        """Ask the endpoint about ``token`` (a free slot and the answer within
-        ``timeout``), and remember what it said. Raises as :meth:`verify`."""
+        if shared is None or shared.task.get_loop() is not asyncio.get_running_loop():
+            shared = self._inflight[key] = _Shared()
+            shared.task = asyncio.ensure_future(self._introspect(token, key, shared))
+            shared.task.add_done_callback(_retrieve)
+        shared.waiters += 1
         try:
+            async with asyncio.timeout(self.timeout):
+                return await asyncio.shield(shared.task)
+        except TimeoutError:
+            raise VerifierUnavailable(f"no introspection answer within {self.timeout:g} s", retry_after=1) from None
+        finally:
+            shared.waiters -= 1
+
+    async def _introspect(self, token: str, key: str, shared: _Shared) -> AccessToken:
+        """Ask the endpoint about ``token`` once a slot is free (within ``timeout``, and
+        only if a request still waits for the answer), and remember what it said. The slot
+        is held until the endpoint answers — also when every request that wanted the
+        answer has stopped waiting meanwhile — so that the endpoint never has more than
+        ``max_concurrent`` of our introspections to work on; an answer that takes
+        :data:`_HOLD_LIMIT` timeouts gives the slot up. Raises as :meth:`verify`."""
+        try:
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.max_concurrent)
             try:
                 async with asyncio.timeout(self.timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise VerifierUnavailable("too many introspections in flight", retry_after=1) from None
+            if not shared.waiters:  # everyone gave up while it waited for a slot: do not ask
+                self._slots.release()
+                raise VerifierUnavailable("too many introspections in flight", retry_after=1)
+            try:
+                async with asyncio.timeout(_HOLD_LIMIT * self.timeout):
                     claims = await self._ask(token)
             except TimeoutError:
-                raise VerifierUnavailable(f"no introspection answer within {self.timeout:g} s", retry_after=1) from None
+                raise VerifierUnavailable("the introspection endpoint answers too slowly", retry_after=1) from None
+            finally:
+                self._slots.release()
             try:
                 identity = self._identity(claims)
             except InvalidToken as exc:
@@ -390,22 +428,19 @@ class IntrospectionVerifier:
             self._inflight.pop(key, None)
 
     async def _ask(self, token: str) -> Any:
-        """The endpoint's JSON answer about ``token``, once a slot is free. Raises
-        :class:`VerifierUnavailable` if it cannot be had."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.max_concurrent)
+        """The endpoint's JSON answer about ``token`` (each step of the exchange within
+        ``timeout``). Raises :class:`VerifierUnavailable` if it cannot be had."""
         httpx = self._httpx
-        async with self._slots:
-            client = self._http or httpx.AsyncClient(timeout=self.timeout)
-            try:
-                resp = await client.post(self.url, data={"token": token}, auth=self._auth, timeout=self.timeout)
-                resp.raise_for_status()
-                return resp.json()
-            except (httpx.HTTPError, ValueError) as exc:
-                raise VerifierUnavailable(f"cannot reach the introspection endpoint: {type(exc).__name__}") from None
-            finally:
-                if self._http is None:
-                    await client.aclose()
+        client = self._http or httpx.AsyncClient(timeout=self.timeout)
+        try:
+            resp = await client.post(self.url, data={"token": token}, auth=self._auth, timeout=self.timeout)
+            resp.raise_for_status()
+            return resp.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise VerifierUnavailable(f"cannot reach the introspection endpoint: {type(exc).__name__}") from None
+        finally:
+            if self._http is None:
+                await client.aclose()
 
     def _identity(self, claims: Any) -> AccessToken:
         """The identity an introspection answer describes. Raises :class:`InvalidToken`."""
