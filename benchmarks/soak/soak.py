@@ -13,11 +13,14 @@ Traffic, all at once:
   requests refused for a bad ``MCP-Protocol-Version``, deep nesting and huge numbers,
   clients that stop reading their responses for a while (a stdio burst, raw HTTP
   sockets), legacy sessions opened and abandoned, GET streams held open, and dropped SSE
-  responses resumed with ``Last-Event-ID``.
+  responses resumed with ``Last-Event-ID``;
+* authorization (soak_auth.py): a JWT-verifying server whose key set goes up, down and
+  hangs in turn, and an introspecting one, each sent a valid token (always served) and
+  floods of forged ones (refused).
 
 The servers' RSS is sampled every ``--sample-seconds``. The summary gives RSS at start,
 after warm-up and at the end, the slope after warm-up (least squares, MB/min), requests
-per kind and errors. Exit status 1 if either server's RSS grew by more than
+per kind and errors. Exit status 1 if any server's RSS grew by more than
 ``--max-growth-mb`` after warm-up, a valid request failed, a server answered 5xx or hung,
 or a server died; else 0.
 """
@@ -31,6 +34,7 @@ import time
 from typing import Any
 
 import httpx
+from soak_auth import auth_flap, auth_forged, auth_servers, auth_valid
 from soak_common import Stats, rss_mb
 from soak_http import (
     attack_get_streams,
@@ -82,10 +86,14 @@ async def soak(args: argparse.Namespace, stats: Stats) -> None:
     pids = {"http": http_proc.pid}
     limits = httpx.Limits(max_connections=50, max_keepalive_connections=20)
     try:
-        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+        async with httpx.AsyncClient(timeout=30, limits=limits) as http, auth_servers(stats) as (backend, auth_urls, auth_procs):
             stdio_proc = await start_stdio_server()
             pids["stdio"] = stdio_proc.pid
+            pids.update({name: proc.pid for name, proc in auth_procs.items()})
             workers = [
+                auth_flap(backend, stats, until),
+                auth_valid(http, backend, auth_urls, stats, until),
+                auth_forged(http, backend, auth_urls, stats, until),
                 stdio_driver(stdio_proc, stats, args.seed, until),
                 http_valid(http, url, stats, until),
                 http_fuzz(http, url, stats, args.seed, until),

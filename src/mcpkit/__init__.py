@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .auth.client.loopback import LoopbackRedirect as LoopbackRedirect, RedirectHandler as RedirectHandler
     from .auth.client.settings import OAuthClientMetadata as OAuthClientMetadata, PreRegisteredClient as PreRegisteredClient
     from .auth.client.storage import InMemoryTokenStorage as InMemoryTokenStorage, TokenStorage as TokenStorage
+    from .auth.client.targets import TargetPolicy as TargetPolicy
     from .auth.identity import AccessToken as AccessToken
     from .auth.server import ResourceServer as ResourceServer
     from .auth.verifiers import (
@@ -181,6 +182,7 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".auth.client.flow": ("OAuthClientAuth",),
         ".auth.client.settings": ("OAuthClientMetadata", "PreRegisteredClient"),
         ".auth.client.storage": ("TokenStorage", "InMemoryTokenStorage"),
+        ".auth.client.targets": ("TargetPolicy",),
         ".auth.client.loopback": ("RedirectHandler", "LoopbackRedirect"),
         ".auth.client.errors": ("OAuthError",),
     },

@@ -7,6 +7,9 @@ Linux's ephemeral range (32768-60999), so that neither another worker nor a conn
 local port can be handed the same one; each port is checked free by binding it, and a
 session starts at a random point of its range so that two test runs on one machine (two
 checkouts) do not walk the same ports in step.
+
+:func:`non_loopback_address` is an address of this machine that is not loopback, for the
+tests that need a server which does not look local to its client.
 """
 
 from __future__ import annotations
@@ -42,3 +45,16 @@ def free_port() -> int:
                 continue  # in use (or in TIME_WAIT): the next one
             return port
     raise AssertionError(f"no free port in 127.0.0.1:{_base}-{_base + _SPAN - 1}")
+
+
+def non_loopback_address() -> str:
+    """An IPv4 address of this machine that is not loopback (the one its default route
+    leaves from), or the test fails: nothing is sent to find it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("203.0.113.1", 9))  # a documentation address: a UDP "connect" only picks the route
+        except OSError as exc:
+            raise AssertionError(f"this machine has no route off loopback: {exc}") from None
+        address = str(probe.getsockname()[0])
+    assert not address.startswith("127."), f"no address off loopback (got {address})"
+    return address

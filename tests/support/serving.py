@@ -14,16 +14,17 @@ from support.waiting import wait_until
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: Any) -> Iterator[int]:
-    """Run ``app`` under uvicorn on 127.0.0.1 in a thread; yield the port. Bounded start-up
-    (20 s) and shutdown (graceful for at most 2 s)."""
+def serve_in_thread(app: Any, host: str = "127.0.0.1") -> Iterator[int]:
+    """Run ``app`` under uvicorn on ``host`` (127.0.0.1 unless a test needs another of
+    this machine's addresses) in a thread; yield the port. Bounded start-up (20 s) and
+    shutdown (graceful for at most 2 s)."""
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))  # kept open and handed to uvicorn: no other worker can get it
+    sock.bind((host, 0))  # kept open and handed to uvicorn: no other worker can get it
     port = int(sock.getsockname()[1])
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True)
     thread.start()

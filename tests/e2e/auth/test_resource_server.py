@@ -21,6 +21,7 @@ from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, JWTVe
 from support.auth import ISSUER, KeyServer, challenge, make_server, post, token
 from support.eras import LEGACY
 from support.serving import serve_in_thread
+from support.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +205,8 @@ def test_key_set_down_fails_closed_with_503(keys: tuple[KeyServer, str]) -> None
             assert time.monotonic() - started < 5
         finally:
             ks.down = False
-        assert post(url, token(keys, url)).status_code == 200  # and recovers
+        # and recovers, once the back-off after the failed fetch (1 s) has passed
+        wait_until(lambda: post(url, token(keys, url)).status_code == 200, what="the key set is fetched again")
 
 
 def test_unreachable_key_set_does_not_hang(keys: tuple[KeyServer, str]) -> None:

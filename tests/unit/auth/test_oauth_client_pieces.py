@@ -1,12 +1,15 @@
 """The OAuth client's pieces, in process (src/mcpkit/auth/client/): settings that cannot work,
 WWW-Authenticate parsing, resource and metadata URLs, the authorization response's checks,
-DPoP proofs, and what it says without the auth extra. The whole flow against a real
-authorization server: tests/e2e/auth/test_oauth_client.py."""
+DPoP proofs, what it says without the auth extra, and how the target policy classifies
+addresses. The whole flow against a real authorization server:
+tests/e2e/auth/test_oauth_client.py; the target policy against a hostile server:
+tests/hostile/test_oauth_client_targets.py."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import sys
 
 import httpx
@@ -18,10 +21,12 @@ from mcpkit import (
     OAuthClientMetadata,
     OAuthError,
     PreRegisteredClient,
+    TargetPolicy,
 )
 from mcpkit.auth.client.authorize import Pending, finish
 from mcpkit.auth.client.challenge import find_challenge, parse_challenges
 from mcpkit.auth.client.dpop import DPoP
+from mcpkit.auth.client.targets import address_kind
 from mcpkit.auth.client.urls import authorization_server_urls, canonical_resource, protected_resource_urls, resource_covers
 
 
@@ -124,3 +129,58 @@ def test_the_flow_refuses_a_synchronous_httpx_client() -> None:
     auth = OAuthClientAuth(client=PreRegisteredClient("robot", client_secret="s"))
     with httpx.Client(auth=auth) as http, pytest.raises(RuntimeError, match=r"httpx\.AsyncClient only"):
         http.get("http://127.0.0.1:9/")
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("8.8.8.8", None),
+        ("2606:4700::1111", None),
+        ("::ffff:8.8.8.8", None),  # IPv4-mapped: judged by the IPv4 address inside
+        ("127.0.0.1", "loopback"),
+        ("127.254.1.1", "loopback"),
+        ("::1", "loopback"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::127.0.0.1", "loopback"),  # IPv4-compatible
+        ("2002:7f00:1::", "loopback"),  # 6to4
+        ("64:ff9b::7f00:1", "loopback"),  # NAT64
+        ("169.254.169.254", "link-local"),
+        ("fe80::1", "link-local"),
+        ("2001:0:4136:e378:8000:63bf:3f56:5601", "teredo"),  # Teredo: judged by its client (below)
+        ("10.1.2.3", "private"),
+        ("172.16.0.1", "private"),
+        ("192.168.1.1", "private"),
+        ("100.64.0.1", "private"),  # shared address space (CGNAT)
+        ("fd00::2", "private"),
+        ("192.0.2.2", "private"),  # documentation
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("224.0.0.251", "multicast"),
+        ("ff02::1", "multicast"),
+    ],
+)
+def test_addresses_are_classified_by_where_they_lead(address: str, kind: str | None) -> None:
+    ip = ipaddress.ip_address(address)
+    if ip.version == 6 and ip.teredo is not None:  # a Teredo address carries its client, obfuscated
+        kind = address_kind(ip.teredo[1])
+    assert address_kind(ip) == kind
+
+
+async def test_the_target_policy_allows_what_it_lists_and_local_servers() -> None:
+    policy = TargetPolicy(allow=["sso.corp.example", "10.20.0.0/16", "[fd00::7]"])
+    public = {"server_url": "https://mcp.example.com/mcp", "server_address": "203.0.113.9", "what": "token endpoint"}
+    assert await policy.check("https://10.20.3.4/token", **public) is None  # an address: connected to as it is
+    assert await policy.check("https://[fd00::7]/token", **public) is None
+    assert await policy.check("https://SSO.corp.example./token", **public) is None  # a listed name is not resolved
+    assert await policy.check("https://203.0.113.9/.well-known/x", **public) is None  # the server's own address
+    with pytest.raises(OAuthError, match="private address"):
+        await policy.check("https://10.21.0.1/token", **public)
+    with pytest.raises(OAuthError, match="names no host"):
+        await policy.check("https:///token", **public)
+    local = {"server_url": "http://localhost:8000/mcp", "what": "token endpoint"}
+    assert await policy.check("http://127.0.0.1:9000/token", **local) is None
+    assert await policy.check("http://10.0.0.1/token", server_url="https://mcp.test/mcp", server_address="::1", what="x") is None
+    for bad in ("", "  ", 7):
+        with pytest.raises(ValueError, match="allow"):
+            TargetPolicy(allow=[bad])  # type: ignore[list-item]
+    assert repr(TargetPolicy(allow=["a"])) == "TargetPolicy(allow=['a'])"
