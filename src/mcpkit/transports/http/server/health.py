@@ -71,8 +71,9 @@ class Health:
         """Whether this node should get traffic, and a word on its state. A shared store
         that cannot be reached is reported but does not make the node unready: every node
         shares it, and taking them all out would stop the modern era too, which does not
-        need it. A store's check that raises anything but ``StoreUnavailable`` (none of
-        mcpkit's does) propagates, to the ASGI server."""
+        need it; why it cannot be reached is logged when that begins, never answered. A
+        store's check that raises anything but ``StoreUnavailable`` (none of mcpkit's
+        does) propagates (the app answers 500 with a reference id)."""
         lifespan = self._lifespan
         if lifespan.draining:
             return False, "draining"
@@ -82,7 +83,7 @@ class Health:
             await self._store.check()
         except StoreUnavailable as exc:
             if self._reachable:
-                _log.warning("readiness: degraded, the session store cannot be reached: %s", exc)
+                _log.warning("readiness: degraded: %s", exc)
             self._reachable = False
             return True, "degraded: the session store cannot be reached"
         if not self._reachable:

@@ -177,7 +177,8 @@ def run_uvicorn(app: ShutdownAware, **options: Any) -> None:
     ``max_connections``, ``max_header_bytes``, ``max_headers``, ``http``, ``loop``, any
     ``uvicorn.Config`` argument). The app's lifespan is entered before the socket is
     bound and exited after the server stops (unless ``options`` name uvicorn's
-    ``lifespan``: then uvicorn drives it through the ASGI lifespan protocol). Shutdown
+    ``lifespan``, or the app has no ``lifespan()``: then uvicorn drives it through the
+    ASGI lifespan protocol). Shutdown
     ends the GET streams at once, gives requests in progress ``timeout_graceful_shutdown``
     seconds, cancels the rest, then ends every session, and returns.
 
@@ -185,7 +186,7 @@ def run_uvicorn(app: ShutdownAware, **options: Any) -> None:
     lifespan), what uvicorn raises (``SystemExit`` if the port is taken), and
     ``SystemExit`` with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM) when
     a second signal forced the exit before the graceful shutdown was over."""
-    own_lifespan = "lifespan" not in options
+    own_lifespan = "lifespan" not in options and callable(getattr(app, "lifespan", None))
     config = uvicorn_config(app, **({**options, "lifespan": "off"} if own_lifespan else options))
     server = _Server(config, app, own_lifespan=own_lifespan)
     server.run()
