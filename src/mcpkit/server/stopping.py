@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 from collections.abc import Callable
 from types import TracebackType
@@ -25,6 +26,8 @@ __all__ = ["StopSignals", "SHUTDOWN_MESSAGE"]
 SHUTDOWN_MESSAGE: Final = "Server shutting down: the request was cancelled"
 
 _SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+
+log = logging.getLogger("mcpkit.server")
 
 
 class StopSignals:
@@ -65,8 +68,11 @@ class StopSignals:
 
     def _received(self, sig: int) -> None:
         self.signal = sig
+        name = signal.Signals(sig).name
         if not self.requested.done():
+            log.info("%s: stopping once the requests in progress are answered (a second signal stops at once)", name)
             self.requested.set_result(sig)
             return
+        log.info("%s again: stopping at once", name)
         self.forced = True
         self._force()

@@ -3,7 +3,8 @@ probe hosts, signals): ``python tests/support/servers/hostile_edge.py MODE [ARGS
 
 MODE:
 
-* ``stdio [GRACE]`` — ``server.run()`` with ``shutdown_grace`` GRACE (default 2 s);
+* ``stdio [GRACE [log]]`` — ``server.run()`` with ``shutdown_grace`` GRACE (default 2 s);
+  with ``log``, ``mcpkit.server``'s INFO records go to stderr;
 * ``http PORT`` — ``server.run("http", port=PORT)``;
 * ``guarded PORT PARSER [MAX_HEADER_BYTES MAX_HEADERS]`` — ``run_uvicorn`` with the parser
   (``httptools`` or ``h11``), and the header caps when given (else the defaults);
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -58,6 +60,8 @@ def build(*, broken: bool = False, grace: float = 2.0) -> Server:
 
 def main(mode: str, *args: str) -> None:
     if mode == "stdio":
+        if args[1:] == ("log",):
+            logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
         build(grace=float(args[0]) if args else 2.0).run()
     elif mode == "http":
         build().run("http", port=int(args[0]))
