@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from ..protocol.eras import MODERN
-from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
+from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT, INTERNAL_ERROR, McpError
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
 from ..protocol.request_state import StateSealer
@@ -40,6 +40,7 @@ from .registration import Registration
 from .registry import CallNext, Middleware, Registry
 from .session import Session
 from .settings import Setting, Settings, check_limit
+from .stopping import SHUTDOWN_MESSAGE, StopSignals
 from .tasks import TaskManager
 
 if TYPE_CHECKING:
@@ -280,24 +281,50 @@ class Server(Registration):
         **http_options: Any,
     ) -> None:
         """Serve until stopped: ``"stdio"`` until stdin closes; ``"http"`` serves
-        :meth:`asgi_app` with uvicorn on ``host``:``port`` (loopback by default) until
-        SIGINT or SIGTERM, with deadlines for request headers and bodies, a connection
-        cap and a prompt shutdown (docs/limits.md). ``http_options`` go to
-        :meth:`asgi_app`; ``uvicorn_options`` (``header_timeout``, ``body_timeout``,
-        ``max_connections``, or any ``uvicorn.Config`` argument) to the server. Raises
-        ``ImportError`` for HTTP if uvicorn is not installed (``pip install 'mcpkit[http]'``)."""
-        if transport == "stdio":
-            try:
-                asyncio.run(self.serve_stdio())
-            except LifespanError as exc:
-                raise SystemExit(f"{self.info.name}: {exc}") from exc
-        elif transport == "http":
-            from ..transports.http.server.uvicorn import run_uvicorn
+        :meth:`asgi_app` with uvicorn on ``host``:``port`` (loopback by default), with
+        header caps, deadlines for request heads and bodies, connection slots and a
+        prompt shutdown (docs/limits.md). ``http_options`` go to :meth:`asgi_app`;
+        ``uvicorn_options`` (``header_timeout``, ``body_timeout``, ``max_connections``,
+        ``max_header_bytes``, ``max_headers``, or any ``uvicorn.Config`` argument) to the
+        server.
 
-            app = self.asgi_app(path=path, **http_options)
-            run_uvicorn(app, host=host, port=port, log_level=log_level, **(uvicorn_options or {}))
-        else:
+        On either transport, SIGINT or SIGTERM stops the server gracefully: it reads no
+        more requests, gives those in progress their grace (``shutdown_grace`` over stdio,
+        ``timeout_graceful_shutdown`` over HTTP), answers the ones it then cancels with
+        -32603 "Server shutting down: the request was cancelled", and returns (the process
+        exits 0); a second signal forces the stop at once and exits 128 + its number (130
+        for SIGINT, 143 for SIGTERM). A lifespan that fails to start exits 1 with one line
+        on stderr, ``"<name>: the server's lifespan failed to start: ..."``, on either.
+        Raises ``ImportError`` for HTTP if uvicorn is not installed (``pip install
+        'mcpkit[http]'``), ``ValueError`` for another ``transport``."""
+        if transport not in ("stdio", "http"):
             raise ValueError(f"unknown transport {transport!r}")
+        try:
+            if transport == "stdio":
+                status = asyncio.run(self._run_stdio())
+                if status:
+                    raise SystemExit(status)
+            else:
+                from ..transports.http.server.uvicorn import run_uvicorn
+
+                app = self.asgi_app(path=path, **http_options)
+                run_uvicorn(app, host=host, port=port, log_level=log_level, **(uvicorn_options or {}))
+        except LifespanError as exc:
+            raise SystemExit(f"{self.info.name}: {exc}") from exc
+
+    async def _run_stdio(self) -> int:
+        """Serve stdin/stdout until stdin closes, or until SIGINT or SIGTERM (then as
+        :meth:`run` says); the exit status. Raises :class:`LifespanError`."""
+        main = asyncio.current_task()
+        assert main is not None
+        with StopSignals(asyncio.get_running_loop(), main.cancel) as signals:
+            stdio = ServerStdio(max_message_size=self.max_message_size)
+            try:
+                await self._serve(stdio, signals.requested, stdio.stop_reading)
+            except asyncio.CancelledError:
+                if not signals.forced:
+                    raise
+        return signals.exit_status
 
     def asgi_app(self, path: str | None = "/mcp", **options: Any) -> StreamableHTTPApp:
         """This server as a plain ASGI application speaking Streamable HTTP (both eras)
@@ -312,7 +339,9 @@ class Server(Registration):
         sessions live: this process by default; shared by several nodes with
         ``RedisStore.sessions``, with a shared ``event_store``: docs/deploy.md),
         ``health_path`` (None; ``"/healthz"`` serves liveness there and readiness at
-        ``/healthz/ready``), ``sse_transport`` (False; True also serves the deprecated
+        ``/healthz/ready``, under the ``Host``/``Origin`` rules of the endpoint),
+        ``probe_hosts`` (None; hosts the probes may name besides: names, IP networks such
+        as ``"10.0.0.0/8"``, or ``"*"``), ``sse_transport`` (False; True also serves the deprecated
         HTTP+SSE transport of 2024-11-05 at ``sse_path`` (``"/sse"``) and
         ``messages_path`` (``"/messages"``): docs/http.md). The limits are in
         docs/limits.md."""
@@ -330,10 +359,24 @@ class Server(Registration):
         ``max_in_flight`` requests are worked on at once: reading pauses at the bound
         (on a transport that can pause). Cancelling this coroutine cancels every handler
         and closes the transport."""
+        await self._serve(transport, None, None)
+
+    async def _serve(
+        self, transport: Transport, stop: asyncio.Future[int] | None, stop_reading: Callable[[], None] | None
+    ) -> None:
+        """:meth:`serve`, or until ``stop`` completes: then ``stop_reading`` is called, the
+        handlers get their grace, and each one cancelled after it is answered -32603
+        :data:`~.stopping.SHUTDOWN_MESSAGE`."""
         session = Session()
+        stopping = False  # stopped by ``stop``: every cancellation from now on is the shutdown's
 
         async def on_request(ev: RequestReceived) -> Any:
-            return await self._dispatcher.handle(ev.id, ev.method, ev.params, session=session, outbound=peer)
+            try:
+                return await self._dispatcher.handle(ev.id, ev.method, ev.params, session=session, outbound=peer)
+            except asyncio.CancelledError:
+                if stopping:  # not the client's doing: it can no longer send anything
+                    raise McpError(INTERNAL_ERROR, SHUTDOWN_MESSAGE) from None
+                raise
 
         def on_notification(method: str, params: msgspec.Raw) -> None:
             if method != "notifications/initialized":
@@ -356,7 +399,13 @@ class Server(Registration):
             await peer.start()
             disconnect = self.connect(session, peer)
             try:
-                await asyncio.shield(peer.closed)
+                if stop is None:
+                    await asyncio.shield(peer.closed)
+                else:
+                    await asyncio.wait((peer.closed, stop), return_when=asyncio.FIRST_COMPLETED)
+                    if stop.done() and stop_reading is not None:
+                        stopping = True
+                        stop_reading()
                 session.end()  # open subscriptions of this connection end now, not after the grace
                 await disconnect()
                 await peer.wait_handlers(self.shutdown_grace)
