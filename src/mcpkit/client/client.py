@@ -138,8 +138,10 @@ class Client(FeatureRequests):
         await self._session.call(self._session.policy.ping_method, None, dict[str, Any], timeout, retry=retry)
 
     async def discover(self, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> DiscoverResult:
-        """``server/discover``: the server's versions, capabilities and identity."""
-        return await self._session.call("server/discover", None, DiscoverResult, timeout, retry=retry)
+        """``server/discover``: the server's versions, capabilities and identity, which
+        also fill in :attr:`server_info`, :attr:`server_capabilities` and
+        :attr:`instructions` (in either era). Raises as every typed call does."""
+        return await self._session.discover(timeout, retry)
 
     # --- tasks (docs/tasks.md) ------------------------------------------------------------------
 
