@@ -188,6 +188,13 @@ class Client(FeatureRequests):
         """Whether the connection is open."""
         return self._session.connected
 
+    @property
+    def is_reconnecting(self) -> bool:
+        """Whether a lost connection is being got back (a supervised server restarting, an
+        HTTP server being reached again): calls made meanwhile wait for it, within their
+        deadline (docs/timeouts-and-retries.md)."""
+        return self._session.reconnecting
+
     def listen(
         self,
         *,

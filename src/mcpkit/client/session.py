@@ -94,6 +94,11 @@ class Session:
         """Whether a lost connection is coming back (or already has)."""
         return self.link.recoverable()
 
+    @property
+    def reconnecting(self) -> bool:
+        """Whether a lost connection is being got back now."""
+        return self.link.recovery is not None
+
     async def open(self) -> None:
         """Start the transport and negotiate. Raises what starting and negotiating raise
         (the caller closes); cancellation propagates likewise."""

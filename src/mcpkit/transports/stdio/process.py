@@ -221,8 +221,12 @@ class StdioTransport:
         # requests are small, and a narrow pipe tells a slow server's back-pressure sooner.
         small_reads(stdout)
         pipe = stdout.get_extra_info("pipe")
-        if pipe is not None:
-            widen_pipe(pipe.fileno())
+        try:
+            fd = pipe.fileno() if pipe is not None else None
+        except ValueError:  # closed already: the process exited at once (its exit is on its way)
+            fd = None
+        if fd is not None:
+            widen_pipe(fd)
         if not self._inbox.hungry:  # paused before the process started
             stdout.pause_reading()
 
