@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..runtime.channel import Transport
     from ..transports.restart import RestartPolicy
 
-__all__ = ["ServerConfig", "ConfigError", "load_config", "read_config", "expand", "ConfigSource"]
+__all__ = ["ServerConfig", "ConfigError", "load_config", "read_config", "expand", "strip_json_comments", "ConfigSource"]
 
 Kind = Literal["stdio", "http", "sse"]
 #: What a configuration is read from: a file's path, its JSON text, or the parsed document.
@@ -208,12 +208,12 @@ def _document(source: ConfigSource) -> tuple[Any, Path | None]:
         path = Path(source)
         text, base = path.read_text(encoding="utf-8"), path.resolve().parent
     try:
-        return json.loads(_without_comments(text)), base
+        return json.loads(strip_json_comments(text)), base
     except ValueError as exc:
         raise ConfigError(f"not valid JSON: {exc}") from None
 
 
-def _without_comments(text: str) -> str:
+def strip_json_comments(text: str) -> str:
     """``text`` without the ``//`` and ``/* */`` comments and trailing commas VS Code's JSON
     files allow (JSONC); strings are left as they are."""
     out: list[str] = []

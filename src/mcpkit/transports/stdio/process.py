@@ -145,7 +145,8 @@ class StdioTransport:
         self._exit: asyncio.Future[None] | None = None
         self._eof_timer: asyncio.TimerHandle | None = None
         self._stdout_done = False
-        self._stderr_done = True  # until a start captures it
+        self._stderr_closed = asyncio.Event()  # the captured stderr was read to its end
+        self._stderr_closed.set()  # (nothing to read until a start captures it)
 
     @property
     def environment(self) -> dict[str, str] | None:
@@ -197,7 +198,9 @@ class StdioTransport:
         self._on_close = on_close
         self._exit = loop.create_future()
         err = {"inherit": None, "capture": subprocess.PIPE, "devnull": subprocess.DEVNULL}[self.stderr]
-        self._stderr_done = self.stderr != "capture"
+        self._stderr_closed = asyncio.Event()
+        if self.stderr != "capture":
+            self._stderr_closed.set()
         proc, _ = await loop.subprocess_exec(
             self._new_protocol,
             *self.command,
@@ -291,7 +294,7 @@ class StdioTransport:
             self._stdout_done = True
             self._settle("server closed its stdout")
         elif fd == 2:
-            self._stderr_done = True
+            self._stderr_closed.set()
             self._settle(None)
         elif fd == 0:
             self._flow.release()
@@ -307,7 +310,7 @@ class StdioTransport:
         its stderr). It ends anyway a moment after the exit — a grandchild may hold a pipe
         open — or a moment after stdout closed (``hint``) while the process still runs."""
         if self._exit is not None and self._exit.done():
-            if self._stdout_done and self._stderr_done:
+            if self._stdout_done and self._stderr_closed.is_set():
                 self._finish(self._exit_reason())
             else:
                 self._finish_soon(self._exit_reason())
@@ -370,6 +373,15 @@ class StdioTransport:
         self._stopped = True
         await self._shut_down()
 
+    async def _read_stderr_to_the_end(self) -> None:
+        """Once the process has exited, let its captured stderr be read to its end (at
+        most a second: a grandchild may hold the pipe open), so that
+        :attr:`stderr_output` has the last it wrote once :meth:`close` returns."""
+        try:
+            await asyncio.wait_for(self._stderr_closed.wait(), 1.0)
+        except TimeoutError:
+            pass
+
     async def _shut_down(self) -> None:
         proc, exited = self._proc, self._exit
         if proc is None or exited is None:
@@ -389,6 +401,7 @@ class StdioTransport:
                     await asyncio.wait_for(asyncio.shield(exited), self.shutdown_timeout)
                 except TimeoutError:
                     continue
+            await self._read_stderr_to_the_end()
         except BaseException:
             if not exited.done():
                 proc.kill()
