@@ -117,7 +117,7 @@ async def _after_probe(core: Negotiating, probe: asyncio.Future[DiscoverResult])
     try:
         found = probe.result()
     except RequestTimeout:
-        await initialize(core, LATEST_LEGACY_PROTOCOL_VERSION)
+        await initialize(core, LATEST_LEGACY_PROTOCOL_VERSION, fallback=True)
         return
     except ConnectionClosed:
         raise
@@ -129,7 +129,7 @@ async def _after_probe(core: Negotiating, probe: asyncio.Future[DiscoverResult])
         use_discovered(core, found, modern[0])
         return
     legacy = [v for v in LEGACY_PROTOCOL_VERSIONS if v in found.supported_versions]
-    await initialize(core, legacy[0] if legacy else LATEST_LEGACY_PROTOCOL_VERSION)
+    await initialize(core, legacy[0] if legacy else LATEST_LEGACY_PROTOCOL_VERSION, fallback=True)
 
 
 async def _race(core: Negotiating, probe: asyncio.Future[DiscoverResult]) -> None:
@@ -254,7 +254,7 @@ async def _after_refusal(core: Negotiating, exc: McpError) -> None:
     """The probe got an error: a modern server's -32022 lists what it speaks; anything
     else means a legacy server."""
     if not (exc.code == UNSUPPORTED_PROTOCOL_VERSION and not exc.local and isinstance(exc.data, dict)):
-        await initialize(core, LATEST_LEGACY_PROTOCOL_VERSION)
+        await initialize(core, LATEST_LEGACY_PROTOCOL_VERSION, fallback=True)
         return
     offered = exc.data.get("supported") or []
     modern = [v for v in MODERN_PROTOCOL_VERSIONS if v in offered]
@@ -264,7 +264,7 @@ async def _after_refusal(core: Negotiating, exc: McpError) -> None:
     legacy = [v for v in LEGACY_PROTOCOL_VERSIONS if v in offered]
     if not legacy:
         raise exc
-    await initialize(core, legacy[0])
+    await initialize(core, legacy[0], fallback=True)
 
 
 def adopt_offered_version(core: Negotiating, exc: McpError) -> bool:
@@ -311,16 +311,17 @@ def server_info_from(meta: dict[str, Any] | None) -> Implementation | None:
     return None
 
 
-async def initialize(core: Negotiating, version: str) -> None:
+async def initialize(core: Negotiating, version: str, *, fallback: bool = False) -> None:
     """Legacy era: the ``initialize`` handshake, then ``notifications/initialized``
-    (and ``logging/setLevel`` if a level is configured and the server logs). A -32022
-    that names a modern revision adopts it instead (the server serves the modern era).
+    (and ``logging/setLevel`` if a level is configured and the server logs). As the
+    ``fallback`` of an unpinned probe, a -32022 that names a modern revision adopts it
+    instead (the server serves the modern era); a pinned legacy revision is refused.
     Raises :class:`McpError` for a refusal or a revision we do not speak (local),
     :class:`RequestTimeout`, :class:`ConnectionClosed`."""
     try:
         raw = await _send_initialize(core, version)
     except McpError as exc:
-        modern = _modern_offered(exc)
+        modern = _modern_offered(exc) if fallback else None
         if modern is None:
             raise
         use_modern(core, modern)

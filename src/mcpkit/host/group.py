@@ -30,7 +30,7 @@ from ..client.client import Client
 from ..client.events import ClientEvent
 from ..client.options import ClientOptions
 from ..client.retry import RetryPolicy
-from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.errors import INVALID_PARAMS, ConnectionClosed, McpError
 from ..protocol.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 from ..runtime.channel import Transport
 from ..runtime.peer import ProgressCallback
@@ -38,7 +38,7 @@ from ..transports.base import Servable
 from ..transports.restart import RestartPolicy
 from .config import ConfigError, ConfigSource, ServerConfig, read_config
 from .llm import LlmTools, ToolFormat
-from .member import Callbacks, Member, ServerState
+from .member import LISTS, Callbacks, Member, ServerState
 from .names import DEFAULT_RULE, Directory, NameRule
 
 __all__ = ["ClientGroup", "DEFAULT_RESTART", "DEFAULT_RECONNECT"]
@@ -83,7 +83,9 @@ class ClientGroup:
       ``on_progress`` of their own), ``on_elicit(server, request)`` and
       ``on_sample(server, request)`` (sync or async: they answer the server),
       ``on_list_changed(server, kind)`` (``"tools"``, ``"prompts"``, ``"resources"``,
-      ``"templates"``; the group's lists are already new), ``on_event(server, event)``
+      ``"templates"``) whenever the group's list of that kind changed because of that
+      server — it came up or went down, announced a change, or came back after a
+      reconnection with other items (the group's lists are already new), ``on_event(server, event)``
       (a :class:`~mcpkit.ClientEvent`), ``on_state(state)`` (a
       :class:`~mcpkit.ServerState`, whenever a server's state changes),
       ``on_notification(server, method, params)``.
@@ -129,6 +131,8 @@ class ClientGroup:
         self._on_list_changed = on_list_changed
         self._on_state = on_state
         self._members: dict[str, Member] = {}
+        self._up: set[str] = set()  # the members whose items are in the group's lists
+        self._hooks = _Told(self._state_changed, self._lists_changed)
         self._closed = False
         self._tasks: set[asyncio.Future[Any]] = set()
         for name, spec in (servers or {}).items():
@@ -193,7 +197,7 @@ class ClientGroup:
         self._members[name] = self._member(name, None, error=str(error))
 
     def _member(self, name: str, make: Callable[[], Any] | None, **kwargs: Any) -> Member:
-        return Member(name, make, self.options, self._callbacks, self, **kwargs)
+        return Member(name, make, self.options, self._callbacks, self._hooks, **kwargs)
 
     @property
     def servers(self) -> dict[str, ServerState]:
@@ -261,10 +265,9 @@ class ClientGroup:
     async def restart(self, name: str) -> None:
         """Close server ``name``'s client and start it again (a configuration's server
         with a new transport), say after it failed. Returns once it is up or has failed.
-        Raises ``KeyError``."""
-        member = self._get(name)
-        await member.restart()
-        await member.settled(self.options.request_timeout + self.options.discover_timeout + 60)
+        Raises ``KeyError``, and ``RuntimeError`` for a server that cannot start (its
+        configuration's error, or ``disabled``)."""
+        await asyncio.shield(await self._get(name).restart())
 
     async def close(self) -> None:
         """Close every server's client (stopping supervised processes, ending sessions)
@@ -276,22 +279,32 @@ class ClientGroup:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    # --- what members report (Hooks) ---------------------------------------------------------------------
+    # --- what members report (their Hooks) -----------------------------------------------------------------
 
-    def state_changed(self, member: Member) -> None:
-        """A member's state changed: tell ``on_state``."""
+    def _state_changed(self, member: Member) -> None:
+        """A member's state changed: tell ``on_state``; one that came up (or went down)
+        changed the group's lists by all of its items."""
         if self._on_state is not None:
             self._run(self._on_state, member.snapshot())
+        up = member.state in ("ready", "reconnecting")
+        if up == (member.name in self._up):
+            return
+        if up:
+            self._up.add(member.name)
+        else:
+            self._up.discard(member.name)
+        self._lists_changed(member, tuple(kind for kind in LISTS if member.lists[kind]))
 
-    def lists_changed(self, member: Member, kinds: tuple[str, ...]) -> None:
-        """A member's lists are new: rebuild the names, tell ``on_list_changed``."""
+    def _lists_changed(self, member: Member, kinds: tuple[str, ...]) -> None:
+        """A member's lists are new (or came or went with it): rebuild the names, tell
+        ``on_list_changed``."""
         self._rebuild()
-        if self._on_list_changed is not None:
+        if self._on_list_changed is not None and not self._closed:  # closing is the host's own doing
             for kind in kinds:
                 self._run(self._on_list_changed, member.name, kind)
 
     def _rebuild(self) -> None:
-        self._directory.rebuild({name: m.lists for name, m in self._members.items() if m.state in ("ready", "reconnecting")})
+        self._directory.rebuild({name: m.lists for name, m in self._members.items() if name in self._up})
 
     def _run(self, callback: Callable[..., Any], *args: Any) -> None:
         """Call a user callback; an async one runs as a task kept here; a failure is logged."""
@@ -335,7 +348,7 @@ class ClientGroup:
         return await self._listed("templates", refresh)
 
     async def _listed(self, kind: str, refresh: bool) -> list[Any]:
-        up = [m for m in self._members.values() if m.state in ("ready", "reconnecting")]
+        up = [m for m in self._members.values() if m.name in self._up]
         if refresh:
             await asyncio.gather(*(m.refresh_now(kind) for m in up))
         self._rebuild()
@@ -374,6 +387,8 @@ class ClientGroup:
     async def _find(self, kind: str, name: str, timeout: float) -> tuple[Member, str, float]:
         """The member offering ``name``, its own name for it, and the time left. A server
         still starting whose name the rule could have made is waited for."""
+        if self._closed:
+            raise ConnectionClosed("The group is closed")
         loop = asyncio.get_running_loop()
         began = loop.time()
         if name not in table_of(self._directory, kind):
@@ -420,7 +435,8 @@ class ClientGroup:
 
         Raises a local ``McpError(-32602)`` for a name no server offers, what the call
         raises (with a note naming the server), :class:`~mcpkit.ConnectionClosed` for a
-        server that is not up (failed, closed), :class:`~mcpkit.RequestTimeout`."""
+        server that is not up (failed, closed) or a group that is closed,
+        :class:`~mcpkit.RequestTimeout`."""
         limit = self.options.request_timeout if timeout is None else timeout
         member, own, left = await self._find("tool", name, limit)
         client, left = await member.ready(left)
@@ -468,6 +484,8 @@ class ClientGroup:
         (say which with ``server=``), a local ``McpError(-32602)`` when none does, and what
         the read raises (with a note naming the server)."""
         limit = self.options.request_timeout if timeout is None else timeout
+        if self._closed:
+            raise ConnectionClosed("The group is closed")
         if server is None:
             server = self.server_of_uri(uri)
             if server is None:
@@ -485,6 +503,23 @@ class ClientGroup:
         if group is None:
             return None
         return lambda progress, total, message: group(server, progress, total, message)
+
+
+class _Told:
+    """The :class:`~.member.Hooks` the members of a group report to (the group's own
+    handlers, kept off its public face)."""
+
+    def __init__(self, state: Callable[[Member], None], lists: Callable[[Member, tuple[str, ...]], None]) -> None:
+        self._state = state
+        self._lists = lists
+
+    def state_changed(self, member: Member) -> None:
+        """``member``'s state changed."""
+        self._state(member)
+
+    def lists_changed(self, member: Member, kinds: tuple[str, ...]) -> None:
+        """``member``'s lists of ``kinds`` are new."""
+        self._lists(member, kinds)
 
 
 def table_of(directory: Directory, kind: str) -> dict[str, tuple[str, str]]:

@@ -253,7 +253,10 @@ class Member:
     # --- starting and stopping -------------------------------------------------------------------
 
     def start(self) -> asyncio.Task[None]:
-        """Start the server in a task of its own (the one under way, if it is starting)."""
+        """Start the server in a task of its own (the one under way, if it is starting).
+        Raises ``RuntimeError`` for a server that cannot start (see :meth:`restart`)."""
+        if self._make is None or self.state == "disabled":
+            raise RuntimeError(f"server {self.name!r} cannot start: {self.error or 'it is disabled'}")
         if self._starting is not None and not self._starting.done():
             return self._starting
         self._settled.clear()
@@ -271,7 +274,7 @@ class Member:
             await client.connect()
             if client.era == "modern" and not client.server_capabilities:
                 await client.discover(retry=_LIST_RETRY)  # a pinned revision: nothing told what it offers (nor reached it)
-            await self._list(("tools", "prompts", "resources", "templates"))
+            await self._list(LISTS, report=False)  # becoming ready reports them
         except asyncio.CancelledError:
             await self._close_client()
             raise
@@ -327,13 +330,16 @@ class Member:
         if client is not None:
             await client.close()
 
-    async def restart(self) -> None:
-        """Close the client and start the server again with a new transport."""
+    async def restart(self) -> asyncio.Task[None]:
+        """Close the client and start the server again with a new transport; the start's task.
+        Raises ``RuntimeError`` for a server that cannot start (its configuration's error,
+        or disabled)."""
+        if self._make is None or self.state == "disabled":
+            raise RuntimeError(f"server {self.name!r} cannot start: {self.error or 'it is disabled'}")
         await self.close()
         self.state, self.error = "stopped", None
         self.lists = {kind: [] for kind in LISTS}
-        self._hooks.lists_changed(self, LISTS)
-        self.start()
+        return self.start()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -342,10 +348,10 @@ class Member:
 
     # --- the lists -------------------------------------------------------------------------------
 
-    async def _list(self, kinds: tuple[str, ...]) -> None:
-        """List ``kinds`` (those the server has the capability for) and keep them. A
-        server's error for one list is logged and leaves that list as it was; losing the
-        connection for good raises."""
+    async def _list(self, kinds: tuple[str, ...], *, report: bool = True) -> None:
+        """List ``kinds`` (those the server has the capability for) and keep them; tell the
+        group of those that changed (with ``report``). A server's error for one list is
+        logged and leaves that list as it was; losing the connection for good raises."""
         client = self.client
         assert client is not None
         caps = client.server_capabilities
@@ -364,7 +370,7 @@ class Member:
             if items != self.lists[kind]:
                 self.lists[kind] = items
                 changed.append(kind)
-        if changed:
+        if changed and report:
             self._hooks.lists_changed(self, tuple(changed))
 
     async def refresh_now(self, kind: str) -> None:

@@ -230,7 +230,7 @@ async def test_calls_wait_for_a_server_still_starting() -> None:
     finally:
         await group.close()
     assert group.state("slow").state == "closed"
-    with pytest.raises(ConnectionClosed, match="'slow' is closed"):
+    with pytest.raises(ConnectionClosed, match="group is closed"):
         await group.call_tool("slow.ping")
 
 

@@ -136,6 +136,8 @@ class StdioTransport:
         self._stderr_buf: deque[bytes] = deque()
         self._stderr_size = 0
         self._stderr_limit = stderr_limit
+        self._stderr_written = 0  # bytes in all, and as of the current process's start:
+        self._stderr_since = 0  # what a reason quotes is the current process's alone
         self._proc: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
         self._inbox = Inbox(lambda data: None)
@@ -201,6 +203,7 @@ class StdioTransport:
         self._stderr_closed = asyncio.Event()
         if self.stderr != "capture":
             self._stderr_closed.set()
+        self._stderr_since = self._stderr_written
         proc, _ = await loop.subprocess_exec(
             self._new_protocol,
             *self.command,
@@ -265,9 +268,10 @@ class StdioTransport:
         return self.restart_policy is not None and self.restart_policy.supervise_start
 
     def _stderr_note(self) -> str:
-        """``"; stderr: …"`` with the captured stderr's last 300 characters, flattened to
-        one line (nothing if none was captured)."""
-        tail = flatten_text(self.stderr_output[-_STDERR_TAIL:].decode("utf-8", "replace").strip(), _STDERR_TAIL)
+        """``"; stderr: …"`` with the last 300 bytes the current process wrote to its
+        (captured) stderr, flattened to one line; nothing if it wrote none."""
+        own = min(self._stderr_written - self._stderr_since, _STDERR_TAIL)
+        tail = flatten_text(self.stderr_output[-own:].decode("utf-8", "replace").strip(), _STDERR_TAIL) if own else ""
         return f"{_STDERR_NOTE}{tail}" if tail else ""
 
     @property
@@ -285,6 +289,7 @@ class StdioTransport:
         elif fd == 2:
             self._stderr_buf.append(data)
             self._stderr_size += len(data)
+            self._stderr_written += len(data)
             while self._stderr_size > self._stderr_limit and len(self._stderr_buf) > 1:
                 self._stderr_size -= len(self._stderr_buf.popleft())
 
