@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import ClientGroup, ClientOptions, ConnectionClosed, RetryPolicy, ServerState, TextContent
+from mcpkit import ClientGroup, ClientOptions, ConnectionClosed, RequestTimeout, RetryPolicy, ServerState, TextContent
 from support.eras import ERAS
 from support.ports import free_port
 from support.processes import server_command
@@ -155,3 +155,43 @@ async def test_a_vs_code_file_with_env_and_input_references(tmp_path: Path, monk
         assert unanswered.state == "failed"
         assert unanswered.error is not None
         assert "${input:other} needs an answer" in unanswered.error
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_deadlines_and_cancellation_are_the_servers_clients(era: str) -> None:
+    """A call through the group has its client's deadline, and cancelling it cancels the
+    request on the wire (the server saw it cancelled)."""
+    servers = {"basic": stdio("basic"), "notes": stdio("interop_target")}
+    async with ClientGroup.from_config({"mcpServers": servers}, ClientOptions(protocol_version=era)) as group:
+        with pytest.raises(RequestTimeout):
+            await group.call_tool("basic.sleep", {"seconds": 30}, timeout=0.5)
+        call = asyncio.create_task(group.call_tool("basic.sleep", {"seconds": 30, "tag": "c1"}))
+        assert text(await group.call_tool("basic.wait_for", {"tag": "c1", "state": "started", "timeout": 20})) == "started"
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert text(await group.call_tool("basic.wait_for", {"tag": "c1", "state": "cancelled", "timeout": 20})) == "cancelled"
+        assert text(await group.call_tool("notes.echo", {"text": "still here"})) == "still here"
+
+
+async def test_a_failed_server_is_started_again_on_request(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    servers = {"once": stdio("resilient", str(log), "--fail-first", "1"), "notes": stdio("interop_target")}
+    async with ClientGroup.from_config({"mcpServers": servers}, restart=False) as group:
+        assert group.state("once").state == "failed"
+        assert "cannot start: attempt 1" in (group.state("once").error or "")
+        await group.restart("once")
+        assert group.state("once").healthy
+        assert (await group.call_tool("once.pid")).structured_content is not None
+        with pytest.raises(RuntimeError, match="cannot start"):
+            await ClientGroup.from_config({"mcpServers": {"bad": {"command": "x", "env": {"A": "${NOPE}"}}}}).restart("bad")
+
+
+async def test_the_deprecated_http_sse_transport_of_a_vs_code_file(tmp_path: Path) -> None:
+    port = free_port()
+    doc = {"servers": {"old": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"}}}
+    async with resilient_server(tmp_path / "log", port, sse=True), ClientGroup.from_config(doc) as group:
+        state = group.state("old")
+        assert (state.state, state.era) == ("ready", "legacy")
+        assert text(await group.call_tool("old.record", {"text": "over sse"})) == "recorded"
+    assert logged(tmp_path / "log", "record over sse") == 1
