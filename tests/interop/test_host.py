@@ -189,8 +189,10 @@ async def test_slow_servers_connect_in_every_era_without_tuning(pinned: str | No
                 "web": {"type": "http", "url": url},
             }
         }
+        changed: list[tuple[str, str]] = []
+        options = ClientOptions(protocol_version=pinned)
         with anyio.fail_after(LIMIT):
-            async with ClientGroup.from_config(doc, ClientOptions(protocol_version=pinned)) as group:
+            async with ClientGroup.from_config(doc, options, on_list_changed=lambda s, k: changed.append((s, k))) as group:
                 states = group.servers
                 assert {name: s.state for name, s in states.items()} == dict.fromkeys(states, "ready"), {
                     name: s.error for name, s in states.items()
@@ -199,3 +201,10 @@ async def test_slow_servers_connect_in_every_era_without_tuning(pinned: str | No
                 assert {s.era for s in states.values()} == {era}
                 for server in states:
                     assert text(await group.call_tool(f"{server}.echo", {"text": server})) == server
+                # a server that announces a new tool (modern: on the group's listen stream;
+                # legacy: on its session) has it in the group's list
+                changed.clear()
+                assert text(await group.call_tool("official.grow", {"name": "grown"})) == "grew grown"
+                await until(lambda: ("official", "tools") in changed, timeout=30, what="the official server's change")
+                assert "official.grown" in {tool.name for tool in await group.list_tools()}
+                assert text(await group.call_tool("official.grown")) == "I am grown"

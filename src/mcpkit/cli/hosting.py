@@ -58,6 +58,10 @@ async def run_group(
         out.error(USAGE, "usage", None, str(exc), None)
         return USAGE
     started = list(names) if names is not None else list(group.servers)
+    unknown = [name for name in started if name not in group.servers]
+    if unknown:
+        out.error(USAGE, "usage", None, f"no server {unknown[0]!r} in {path} (it has {', '.join(group.servers) or 'none'})", None)
+        return USAGE
     try:
         await group.start(*started)
         states = group.servers

@@ -96,6 +96,8 @@ def test_a_broken_server_and_bad_usage(config: Path, tmp_path: Path) -> None:
         ["call", "notes.echo", "{}", "extra"],
         ["list", "everything"],
         ["list", "tools", "-H", "X: y"],
+        ["list", "--server", "nobody"],
+        ["read", "note://hello", "--server", "nobody"],
     ):
         proc = mcpkit("--config", str(config), *bad)
         assert proc.returncode == 64, (bad, proc.stdout, proc.stderr)
