@@ -161,7 +161,7 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
             "ReconnectFailed",
         ),
     },
-    "hosts: many servers (docs/host.md)": {
+    "hosts: many servers (docs/howto/host.md)": {
         ".host.group": ("ClientGroup",),
         ".host.config": ("ServerConfig", "load_config", "ConfigError"),
         ".host.member": ("ServerState",),

@@ -1,4 +1,4 @@
-"""Building a host: many MCP servers as one client (docs/host.md).
+"""Building a host: many MCP servers as one client (docs/howto/host.md).
 
 * :mod:`.config` — the servers as hosts write them down (``mcpServers``, VS Code's
   ``servers``), with their ``${...}`` references resolved;

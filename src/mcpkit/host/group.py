@@ -1,5 +1,5 @@
 """The :class:`ClientGroup`: many servers as one client, for the authors of agent hosts
-(docs/host.md) — a facade over one :class:`~.member.Member` per server.
+(docs/howto/host.md) — a facade over one :class:`~.member.Member` per server.
 
 A group is built from code (server name -> a transport, a ``Server`` object or a
 :class:`~.config.ServerConfig`) or from a host's configuration file
@@ -56,7 +56,7 @@ ServerSpec = Transport | Servable | ServerConfig
 
 
 class ClientGroup:
-    """Many MCP servers as one client (see the module's docstring and docs/host.md).
+    """Many MCP servers as one client (see the module's docstring and docs/howto/host.md).
 
     ``ClientGroup(servers, options=None, *, namespace="{server}.{name}", restart=True,
     on_log=None, on_progress=None, on_elicit=None, on_sample=None, on_list_changed=None,

@@ -1,5 +1,5 @@
 """MCP tools offered to a language model, in the tool formats of the major LLM APIs, and
-the model's tool calls turned back into ``call_tool`` (docs/host.md): plain dicts, no
+the model's tool calls turned back into ``call_tool`` (docs/howto/host.md): plain dicts, no
 vendor SDK.
 
 :class:`LlmTools` is one set of tools in one format:
