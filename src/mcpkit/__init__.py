@@ -4,7 +4,7 @@ The public surface is what ``__all__`` lists, imported from here: the names of
 :data:`_PUBLIC`, the one table of them, by topic and defining module (docs/api.md
 documents the same names; tests/unit/test_package_face.py checks that the type
 checkers' block below names exactly these). The subpackages
-(``protocol``, ``runtime``, ``transports``, ``server``, ``client``) are the
+(``protocol``, ``runtime``, ``transports``, ``server``, ``client``, ``host``) are the
 implementation and may change; docs/design.md describes how they fit.
 
 Names load on first use (PEP 562): ``import mcpkit`` costs next to nothing, and a
@@ -52,6 +52,11 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .client.subscriptions import Subscription as Subscription, SubscriptionEvent as SubscriptionEvent
     from .client.sync import SyncClient as SyncClient
     from .client.tasks import TaskHandle as TaskHandle
+    from .host.config import ConfigError as ConfigError, ServerConfig as ServerConfig, load_config as load_config
+    from .host.group import ClientGroup as ClientGroup
+    from .host.llm import LlmTools as LlmTools, ToolCall as ToolCall
+    from .host.member import ServerState as ServerState
+    from .host.names import NameCollision as NameCollision
     from .protocol.errors import (
         INTERNAL_ERROR as INTERNAL_ERROR,
         INVALID_PARAMS as INVALID_PARAMS,
@@ -156,6 +161,13 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
             "Reconnected",
             "ReconnectFailed",
         ),
+    },
+    "hosts: many servers (docs/howto/host.md)": {
+        ".host.group": ("ClientGroup",),
+        ".host.config": ("ServerConfig", "load_config", "ConfigError"),
+        ".host.member": ("ServerState",),
+        ".host.names": ("NameCollision",),
+        ".host.llm": ("LlmTools", "ToolCall"),
     },
     "tasks (docs/tasks.md)": {
         ".protocol.tasks": ("Task",),

@@ -64,7 +64,7 @@ from support.ports import free_port
 from support.processes import listening, server_command
 
 WHERE = ["stdio", "http"]
-LIMIT = 30.0  # seconds for a whole test body: nothing a peer does may hang a test
+LIMIT = 60.0  # seconds for a whole test body: nothing a peer does may hang a test (a spawned server gets 30 s to start)
 Action = Literal["accept", "decline", "cancel"]
 
 
@@ -384,7 +384,7 @@ def kit_user(*actions: Action, content: dict[str, Any] | None = None) -> tuple[A
 @contextlib.asynccontextmanager
 async def kit_client(where: str, era: str, url: str, **options: Any) -> AsyncIterator[Client]:
     """mcpkit's client connected to the official server, over stdio (spawned) or HTTP."""
-    options.setdefault("request_timeout", 10)
+    options.setdefault("request_timeout", 30)  # a spawned server starts within it, even on a loaded machine
     transport: Any = HttpTransport(url)
     if where == "stdio":
         transport = StdioTransport(server_command("official_interactive"), stderr="devnull")
@@ -506,7 +506,7 @@ async def test_mcpkit_callback_that_raises_against_the_official_server(era: str)
 async def everything_client(command: list[str], **options: Any) -> AsyncIterator[Client]:
     """mcpkit's client on server-everything, era left to negotiation (it falls back from
     ``server/discover`` to ``initialize``: server-everything is a legacy-era server)."""
-    options.setdefault("request_timeout", 10)
+    options.setdefault("request_timeout", 30)  # a spawned server starts within it, even on a loaded machine
     async with Client(StdioTransport(command, stderr="devnull"), ClientOptions(**options)) as client:
         assert client.era == "legacy"
         yield client

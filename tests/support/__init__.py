@@ -21,6 +21,8 @@ see ``pythonpath`` in pyproject.toml).
 - :mod:`support.auth` — a key set and introspection endpoint of the tests' own, the tokens
   it signs, a guarded server;
 - :mod:`support.cli` — running the ``mcpkit`` command, captured or on a pseudo-terminal;
+- :mod:`support.payloads` — recorded LLM API responses in which a model calls tools (OpenAI
+  Chat Completions and Responses, Anthropic Messages), in ``payloads/``;
 - :mod:`support.peers` — the npm peers of the interop tests (pins, and the fixtures that find them);
 - :mod:`support.system` — the Debian programs some tests run (chromium, redis-server, haproxy);
 - :mod:`support.nodes` — several nodes on a real redis-server behind a real HAProxy;

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -183,11 +184,21 @@ async def test_json_rpc_error_body_is_the_response(fake: str) -> None:
 # --- modern era details -----------------------------------------------------------------------
 
 
-async def test_modern_headers_and_invalid_tools_left_out(fake: str) -> None:
-    async with Client(HttpTransport(fake + "/modern")) as client:
+async def test_modern_headers_and_invalid_tools_left_out(fake: str, caplog: pytest.LogCaptureFixture) -> None:
+    transport = HttpTransport(fake + "/modern")
+    async with Client(transport) as client:
         assert client.era == "modern"
-        names = [t.name for t in (await client.list_tools()).tools]
+        with caplog.at_level(logging.WARNING, logger="mcpkit.http"):
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert [t.name for t in (await client.list_tools()).tools] == names
         assert names == ["headers", "drop"]  # "bad" puts x-mcp-header under "items"
+        # issue 25: left out, but not silently: said once, and kept where a host can show it
+        warned = [r.getMessage() for r in caplog.records if r.name == "mcpkit.http"]
+        assert len(warned) == 1, warned
+        assert "'bad'" in warned[0]
+        assert "x-mcp-header" in warned[0]
+        assert list(transport.rejected_tools) == ["bad"]
+        assert "properties" in transport.rejected_tools["bad"]
         seen = json.loads(_text(await client.call_tool("headers", {"region": "us-west1", "opts": {"flag": True}, "n": 42})))
         assert seen == {
             "mcp-method": "tools/call",

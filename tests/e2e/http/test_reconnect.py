@@ -457,6 +457,41 @@ async def test_a_server_that_never_comes_back_is_given_up_on(era: str, tmp_path:
     attempts = seen.of("reconnecting")  # one event per attempt, numbered, with its back-off
     assert [(e.attempt, e.delay) for e in attempts] == [(1, 0.1), (2, 0.2), (3, 0.4), (4, 0.4)]
     assert "ConnectError" in attempts[-1].reason
+    for said in [message, *(e.reason for e in attempts)]:  # issue 25: no "Connection closed: Connection closed: POST"
+        assert said.count("Connection closed: ") <= 1, said
+
+
+@pytest.mark.parametrize("era", [pytest.param(None, id="auto"), pytest.param(LEGACY, id="legacy")])
+async def test_supervise_start_waits_for_a_server_that_is_not_listening_yet(era: str | None, tmp_path: Path) -> None:
+    """``RestartPolicy(supervise_start=True)``: a server that cannot be reached while the
+    client first connects is tried again with back-off, not given up on at once. (A
+    pinned modern revision has no handshake: its connect sends nothing.)"""
+    port = free_port()
+    go = tmp_path / "go"
+    seen = Events()
+    policy = RestartPolicy(max_restarts=30, initial_delay=0.05, max_delay=0.3, supervise_start=True)
+    transport = HttpTransport(f"http://127.0.0.1:{port}/mcp", reconnect=policy)
+    async with resilient_server(tmp_path / "log", port, go=go):
+        client = Client(transport, ClientOptions(protocol_version=era, on_event=seen))
+        connecting = asyncio.create_task(client.connect())
+        await until(lambda: len(seen.of("reconnecting")) >= 2, what="two attempts to reach the server")
+        assert not connecting.done()
+        go.touch()  # now it listens
+        try:
+            async with asyncio.timeout(30):
+                await connecting
+            assert (await client.call_tool("pid")).structured_content is not None
+        finally:
+            await client.close()
+    assert "ConnectError" in seen.of("reconnecting")[0].reason
+    assert seen.of("reconnect_failed") == []
+
+
+async def test_without_supervise_start_an_unreachable_server_fails_connect_at_once(tmp_path: Path) -> None:
+    transport = HttpTransport(f"http://127.0.0.1:{free_port()}/mcp", reconnect=RestartPolicy(initial_delay=0.05))
+    with pytest.raises(ConnectionClosed, match="ConnectError"):
+        async with Client(transport):
+            pass
 
 
 async def test_without_reconnect_a_lost_server_ends_the_client(tmp_path: Path) -> None:

@@ -128,6 +128,62 @@ async def test_a_killed_server_is_restarted_and_only_idempotent_calls_are_sent_a
     assert kinds.index("disconnect") < kinds.index("restart") < kinds.index("reconnect")
 
 
+async def test_a_read_only_call_is_retried_after_a_crash_without_a_tool_list_first(log: Path) -> None:
+    """Issue 25: the client learns the tool's annotations when it first needs them (the
+    crash), so a read-only call is retried though nobody listed the tools before."""
+    transport = supervised(log)
+    options = ClientOptions(retry=RetryPolicy(3, initial_delay=0.01), request_timeout=10)
+    async with Client(transport, options) as client:
+        lookup = await started_call(client, "lookup", "b")
+        charge = await started_call(client, "charge", "b")
+        assert transport.pid is not None
+        os.kill(transport.pid, signal.SIGKILL)
+        looked_up, charged = await asyncio.gather(lookup, charge, return_exceptions=True)
+        assert isinstance(charged, ConnectionClosed), charged  # learned too: not read-only
+        assert not isinstance(looked_up, BaseException), looked_up
+        assert looked_up.content[0].text == f"lookup b by {transport.pid}"
+    seen = lines(log)
+    assert seen.count("lookup b") == 2
+    assert seen.count("charge b") == 1
+
+
+async def test_a_server_that_dies_while_first_connecting_fails_with_its_stderr(log: Path) -> None:
+    """Issue 25: the first start is not supervised by default, but its failure says why."""
+    transport = supervised(log, "--fail-first", "1")
+    with pytest.raises(ConnectionClosed) as caught:
+        async with Client(transport):
+            pass
+    message = caught.value.message
+    assert "exited (code 2)" in message
+    assert "stderr: cannot start: attempt 1" in message
+    assert len(starts(log)) == 1
+
+
+async def test_supervise_start_restarts_a_server_that_dies_while_first_connecting(log: Path) -> None:
+    watch = Watch()
+    transport = supervised(log, "--fail-first", "2", policy=RestartPolicy(initial_delay=0.05, supervise_start=True))
+    async with Client(transport, ClientOptions(on_event=watch)) as client:
+        assert (await client.call_tool("pid")).structured_content == {"result": transport.pid}
+    assert len(starts(log)) == 3
+    assert transport.restarts == 2
+    restarted = [e for e in watch.events if isinstance(e, ServerRestarted)]
+    assert [e.restart for e in restarted] == [1, 2]
+    assert "cannot start: attempt 1" in restarted[0].reason
+
+
+async def test_supervise_start_gives_up_with_the_policy_and_the_stderr(log: Path) -> None:
+    policy = RestartPolicy(max_restarts=2, initial_delay=0.05, supervise_start=True)
+    transport = supervised(log, "--fail-first", "9", policy=policy)
+    with pytest.raises(ConnectionClosed) as caught:
+        async with Client(transport):
+            pass
+    message = caught.value.message
+    assert message.startswith("The server process crashed 3 times within 60 s; not restarting it again (last: ")
+    assert "cannot start: attempt 3" in message
+    assert message.count("stderr: ") == 1
+    assert len(starts(log)) == 3
+
+
 async def test_a_server_that_keeps_crashing_is_restarted_with_back_off_then_given_up_on(log: Path) -> None:
     watch = Watch()
     policy = RestartPolicy(max_restarts=2, window=60, initial_delay=0.2, multiplier=2.0)
@@ -231,7 +287,7 @@ async def test_without_restart_a_crash_ends_the_client_as_before(log: Path) -> N
         with pytest.raises(ConnectionClosed):
             await client.list_tools()  # idempotent, but nothing brings the connection back
         assert not client.is_connected
-    assert watch.kinds() == ["disconnect", "attempt"]
+    assert watch.kinds() == ["attempt", "disconnect", "attempt"]  # crash was not listed: it might have been retried
     assert len(starts(log)) == 1
 
 

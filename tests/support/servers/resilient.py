@@ -5,7 +5,9 @@ Every start appends ``start <pid> <monotonic time>`` to the file ``LOG``, and ev
 call that matters appends a line too, so that a test can count what the server saw
 across restarts. With ``--crash-after N`` a start after the first ``N`` exits at once
 with status 3 (a server that crashes on every start from then on); with ``--hang-after N``
-it never answers instead.
+it never answers instead; with ``--fail-first N`` each of the first ``N`` starts writes
+``cannot start: attempt K`` to stderr and exits with status 2 (a server that fails while
+the client first connects).
 
 Tools: ``lookup(tag)`` (read-only) and ``charge(tag)`` (not idempotent) log their call;
 the first call with a ``tag`` reports progress once and then waits for ever (until the
@@ -113,6 +115,9 @@ if __name__ == "__main__":
     assert LOG is not None
     log(f"start {os.getpid()} {time.monotonic():.3f}")
     starts = sum(1 for line in LOG.read_text(encoding="utf-8").splitlines() if line.startswith("start "))
+    if "--fail-first" in sys.argv and starts <= int(sys.argv[sys.argv.index("--fail-first") + 1]):
+        print(f"cannot start: attempt {starts}", file=sys.stderr, flush=True)
+        sys.exit(2)
     if "--crash-after" in sys.argv and starts > int(sys.argv[sys.argv.index("--crash-after") + 1]):
         sys.exit(3)
     if "--hang-after" in sys.argv and starts > int(sys.argv[sys.argv.index("--hang-after") + 1]):
