@@ -38,6 +38,13 @@ from support.peers import everything, inspector, node
 __all__ = ["everything", "inspector", "node"]  # session fixtures of the interop tests
 
 TESTS = Path(__file__).resolve().parent
+
+# Coverage (`--cov`; pyproject.toml: patch = ["subprocess"]) hands every child process the
+# variable that makes it measure itself. Tracing every server a test spawns costs the run
+# half its time again, and their code is measured in this process too; so only the command
+# line's processes (support.cli), whose code runs nowhere else, get it back.
+if "COVERAGE_PROCESS_CONFIG" in os.environ:
+    os.environ["MCPKIT_TESTS_CHILD_COVERAGE"] = os.environ.pop("COVERAGE_PROCESS_CONFIG")
 #: The folders whose tests are slow kinds, each marked with its name; the fast loop leaves them out.
 SLOW = ("e2e", "hostile", "interop", "nodes", "docs", "perf")
 KINDS = ("unit", *SLOW)

@@ -25,7 +25,17 @@ MCPKIT = [sys.executable, "-m", "mcpkit.cli"]
 def mcpkit(
     *args: str, timeout: float = 30, env: dict[str, str] | None = None, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*MCPKIT, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    return subprocess.run([*MCPKIT, *args], capture_output=True, text=True, timeout=timeout, env=measured(env), cwd=cwd)
+
+
+def measured(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) for a command-line process, which coverage then
+    measures when the run measures coverage (tests/conftest.py says why only these)."""
+    child = dict(os.environ if env is None else env)
+    config = os.environ.get("MCPKIT_TESTS_CHILD_COVERAGE")
+    if config is not None:
+        child["COVERAGE_PROCESS_CONFIG"] = config
+    return child
 
 
 def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
@@ -37,7 +47,7 @@ def run_in_pty(command: list[str], timeout: float = 30) -> tuple[int, str]:
     """Run ``command`` with stdin, stdout and stderr on a pseudo-terminal; its exit code
     and everything it wrote there."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, close_fds=True)
+    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, close_fds=True, env=measured())
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
