@@ -43,8 +43,21 @@ TESTS = Path(__file__).resolve().parent
 # variable that makes it measure itself. Tracing every server a test spawns costs the run
 # half its time again, and their code is measured in this process too; so only the command
 # line's processes (support.cli), whose code runs nowhere else, get it back.
-if "COVERAGE_PROCESS_CONFIG" in os.environ:
-    os.environ["MCPKIT_TESTS_CHILD_COVERAGE"] = os.environ.pop("COVERAGE_PROCESS_CONFIG")
+# An xdist worker starts its coverage after importing this file, so the session fixture
+# below does it again there.
+
+
+def _child_coverage_for_the_command_line_only() -> None:
+    if "COVERAGE_PROCESS_CONFIG" in os.environ:
+        os.environ["MCPKIT_TESTS_CHILD_COVERAGE"] = os.environ.pop("COVERAGE_PROCESS_CONFIG")
+
+
+_child_coverage_for_the_command_line_only()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _child_coverage() -> None:
+    _child_coverage_for_the_command_line_only()
 #: The folders whose tests are slow kinds, each marked with its name; the fast loop leaves them out.
 SLOW = ("e2e", "hostile", "interop", "nodes", "docs", "perf")
 KINDS = ("unit", *SLOW)
