@@ -52,7 +52,7 @@ async def _close(listens: list[Listen]) -> None:
 def _listens(url: str) -> int:
     with httpx.Client(timeout=30) as http:
         reply = json.loads(call(http, url, "listens", {}).text)
-        count: int = reply["result"]["structuredContent"]["result"]
+        count: int = reply["result"]["structuredContent"]["listens"]
         return count
 
 
@@ -124,7 +124,7 @@ def _request_with(token: str) -> tuple[bytes, dict[str, Any]]:
 def _listens_of(url: str, token: str) -> int:
     with httpx.Client(timeout=30) as http:
         reply = json.loads(call(http, url, "listens", {}, token=token).text)
-        count: int = reply["result"]["structuredContent"]["result"]
+        count: int = reply["result"]["structuredContent"]["listens"]
         return count
 
 

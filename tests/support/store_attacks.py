@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ def request(
     ``tasks`` is False; with ``Authorization: Bearer token`` when given."""
     meta = {"io.modelcontextprotocol/clientCapabilities": TASKS_CAPS} if tasks else None
     body, headers = modern(method, params, meta=meta, rid=rid)
+    if method.startswith("tasks/") and params and isinstance(params.get("taskId"), str):
+        headers["mcp-name"] = params["taskId"]  # the task methods mirror their task id
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
     return body, headers
@@ -137,12 +140,14 @@ def hung_redis() -> Iterator[str]:
 class Listen:
     """One ``subscriptions/listen`` over HTTP, held open by a task of its own (see
     :func:`listen`): ``status`` and ``first`` (the acknowledgement, or the error) once
-    known, then the count of ``notifications/resources/updated`` read."""
+    known, then the count of ``notifications/resources/updated`` read (``updates``) and
+    of every notification by method (``notices``)."""
 
     def __init__(self) -> None:
         self.status = 0
         self.first: dict[str, Any] | None = None
         self.updates = 0
+        self.notices: Counter[str] = Counter()
         self.known = asyncio.Event()
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -192,3 +197,5 @@ async def _read_events(resp: httpx.Response, held: Listen) -> None:
             held.known.set()
         elif "resources/updated" in line:
             held.updates += 1
+        elif "list_changed" in line:
+            held.notices[json.loads(line[5:]).get("method", "")] += 1

@@ -18,8 +18,8 @@ Tools: ``keep(data)`` (``task=True``) answers ``data``; ``keep_required(data)``
 (``task="required"``) the same, only as a task; ``big(size)`` (``task=True``) answers
 ``size`` characters; ``quick(n)`` answers ``n`` (no task); ``touch(uri, times=1)`` announces
 that resource ``uri`` changed (``times`` times); ``add_tool_sync(name)`` (a plain ``def``) and
-``add_tool_async(name)`` register a tool ``name``; ``listens()`` says how many
-``subscriptions/listen`` are open in this process; ``memory()`` is the memory Python
+``add_tool_async(name)`` register a tool ``name`` (and say which process did);
+``listens()`` says how many ``subscriptions/listen`` are open in this process (and its id); ``memory()`` is the memory Python
 holds (tracemalloc's current bytes after a collection, with ``--tracemalloc``) and the
 RSS, in bytes. Resource templates: ``x://{+a}/{+b}``, ``y://{+a}/{+b}/{+c}``,
 ``item://{name}``; a resource ``data://hello``.
@@ -126,26 +126,27 @@ def _answer(name: str) -> str:
 
 
 @server.tool
-def add_tool_sync(name: str) -> str:
-    """Register tool ``name`` from a worker thread (a plain ``def`` handler)."""
+def add_tool_sync(name: str) -> dict[str, Any]:
+    """Register tool ``name`` from a worker thread (a plain ``def`` handler); answers
+    the name and this process's id."""
     server.add_tool(name, "added", {"type": "object"}, lambda args: name)
-    return name
+    return {"name": name, "pid": os.getpid()}
 
 
 @server.tool
-async def add_tool_async(name: str) -> str:
-    """Register tool ``name`` on the event loop."""
+async def add_tool_async(name: str) -> dict[str, Any]:
+    """Register tool ``name`` on the event loop; answers the name and this process's id."""
     server.add_tool(name, "added", {"type": "object"}, lambda args: name)
-    return name
+    return {"name": name, "pid": os.getpid()}
 
 
 @server.tool
-def listens() -> int:
+def listens() -> dict[str, int]:
     """How many ``subscriptions/listen`` are open in this process (before the hub counted
-    them: how many subscribers it has, the same over HTTP in the modern era)."""
+    them: how many subscribers it has, the same over HTTP in the modern era), and its id."""
     hub = server._registry.hub
-    count: int = getattr(hub, "listens", None) if hasattr(hub, "listens") else len(hub)
-    return count
+    count: int = hub.listens if hasattr(hub, "listens") else len(hub)
+    return {"listens": count, "pid": os.getpid()}
 
 
 @server.tool
