@@ -296,8 +296,8 @@ class TaskManager:
 
     async def _supervise(self, running: RunningTask) -> None:
         """Wait for the handler (within the task's time to live), then record how it
-        ended (a store that cannot be reached then leaves the task as it was stored:
-        logged). Cancelled with the server: the handler is cancelled too."""
+        ended (a store that cannot be reached, or cannot take even the failure, then
+        leaves the task as it was stored: logged). Cancelled with the server: the handler is cancelled too."""
         work = running.work
         assert work is not None
         try:
@@ -310,7 +310,7 @@ class TaskManager:
         except asyncio.CancelledError:
             work.cancel()
             raise
-        except StoreUnavailable as exc:
+        except (StoreUnavailable, TaskStoreFull) as exc:
             log.warning("task %s: how it ended could not be stored: %s", running.task_id, exc)
         finally:
             self._running.pop(running.task_id, None)
