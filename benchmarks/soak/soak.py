@@ -16,13 +16,17 @@ Traffic, all at once:
   responses resumed with ``Last-Event-ID``;
 * authorization (soak_auth.py): a JWT-verifying server whose key set goes up, down and
   hangs in turn, and an introspecting one, each sent a valid token (always served) and
-  floods of forged ones (refused).
+  floods of forged ones (refused);
+* the store attacks of issue 24, on a third server (soak_store.py): tasks with 1 MB
+  inputs and 2 MB results, URIs that make template matchers backtrack, floods of
+  ``subscriptions/listen`` (oversized, the biggest accepted, more than allowed).
 
 The servers' RSS is sampled every ``--sample-seconds``. The summary gives RSS at start,
 after warm-up and at the end, the slope after warm-up (least squares, MB/min), requests
-per kind and errors. Exit status 1 if any server's RSS grew by more than
-``--max-growth-mb`` after warm-up, a valid request failed, a server answered 5xx or hung,
-or a server died; else 0.
+per kind and errors. Exit status 1 if a server's RSS grew by more than
+``--max-growth-mb`` after warm-up or its slope passed ``--max-slope`` MB/min, a valid
+request failed, a server answered 5xx (but a 503 with ``Retry-After`` past a bound) or
+hung, or a server died; else 0.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from soak_http import (
     start_http_server,
 )
 from soak_stdio import start_stdio_server, stdio_driver
+from soak_store import attack_listens, attack_tasks, attack_templates, start_store_server
 
 
 async def sample(stats: Stats, pids: dict[str, int], every: float, until: float, start: float) -> None:
@@ -83,7 +88,8 @@ async def soak(args: argparse.Namespace, stats: Stats) -> None:
     start = time.monotonic()
     until = start + args.minutes * 60
     http_proc, url = await start_http_server()
-    pids = {"http": http_proc.pid}
+    store_proc, store_url = await start_store_server()
+    pids = {"http": http_proc.pid, "store": store_proc.pid}
     limits = httpx.Limits(max_connections=50, max_keepalive_connections=20)
     try:
         async with httpx.AsyncClient(timeout=30, limits=limits) as http, auth_servers(stats) as (backend, auth_urls, auth_procs):
@@ -102,15 +108,20 @@ async def soak(args: argparse.Namespace, stats: Stats) -> None:
                 attack_sessions(http, url, stats, until, args.abandon_rate),
                 attack_get_streams(http, url, stats, until),
                 attack_resume(http, url, stats, until),
+                attack_tasks(http, store_url, stats, until),
+                attack_templates(http, store_url, stats, until),
+                attack_listens(store_url, stats, until),
                 sample(stats, pids, args.sample_seconds, until, start),
             ]
             await run_workers(workers, stats, until + GRACE)
-            if http_proc.returncode is not None:
-                stats.error("http server died", f"exit status {http_proc.returncode}")
+            for name, proc in (("http", http_proc), ("store", store_proc)):
+                if proc.returncode is not None:
+                    stats.error(f"{name} server died", f"exit status {proc.returncode}")
     finally:
-        if http_proc.returncode is None:
-            http_proc.terminate()
-        await http_proc.wait()
+        for proc in (http_proc, store_proc):
+            if proc.returncode is None:
+                proc.terminate()
+            await proc.wait()
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -127,7 +138,10 @@ def summary(args: argparse.Namespace, stats: Stats) -> int:
     """Print the summary; return the exit status."""
     warmup = min(60.0, args.minutes * 60 * 0.2)
     failed = False
-    print(f"soak: {args.minutes} min, seed {args.seed}, warm-up {warmup:.0f} s, bound {args.max_growth_mb} MB after warm-up")
+    print(
+        f"soak: {args.minutes} min, seed {args.seed}, warm-up {warmup:.0f} s, "
+        f"bounds {args.max_growth_mb} MB and {args.max_slope} MB/min after warm-up"
+    )
     for name, points in stats.rss.items():
         after = [p for p in points if p[0] >= warmup] or points[-1:]
         if not after:
@@ -140,7 +154,7 @@ def summary(args: argparse.Namespace, stats: Stats) -> int:
             f"  {name:5} RSS MB: start {points[0][1]:.1f}, after warm-up {after[0][1]:.1f}, end {after[-1][1]:.1f}, "
             f"peak {peak:.1f}; growth after warm-up {growth:+.1f}, slope {slope(after):+.2f} MB/min ({len(points)} samples)"
         )
-        failed |= growth > args.max_growth_mb
+        failed |= growth > args.max_growth_mb or slope(after) > args.max_slope
     print("  requests:")
     for kind, count in sorted(stats.requests.items()):
         print(f"    {count:9d}  {kind}")
@@ -157,6 +171,7 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="how long to run (default 10)")
     parser.add_argument("--seed", type=int, default=1234, help="the fuzz seed (default 1234)")
     parser.add_argument("--max-growth-mb", type=float, default=30.0, help="RSS growth allowed after warm-up, per server (30)")
+    parser.add_argument("--max-slope", type=float, default=1.0, help="RSS slope allowed after warm-up, MB/min, per server (1)")
     parser.add_argument("--sample-seconds", type=float, default=5.0, help="RSS sampling interval (default 5)")
     parser.add_argument("--abandon-rate", type=float, default=2.0, help="legacy sessions abandoned per second (default 2)")
     args = parser.parse_args()

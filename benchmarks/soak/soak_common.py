@@ -36,7 +36,7 @@ class Stats:
         self.requests: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.examples: dict[str, str] = {}
-        self.rss: dict[str, list[tuple[float, float]]] = {"stdio": [], "http": []}
+        self.rss: dict[str, list[tuple[float, float]]] = {"stdio": [], "http": [], "store": []}
 
     def count(self, kind: str, n: int = 1) -> None:
         self.requests[kind] += n

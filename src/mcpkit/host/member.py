@@ -36,6 +36,7 @@ from ..client.options import ClientOptions
 from ..client.retry import RetryPolicy
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout, flatten_text
 from ..protocol.types import Implementation
+from ..protocol.versions import supports
 from ..runtime.channel import Transport
 from ..runtime.threads import is_async_callable
 from ..transports.base import Servable
@@ -272,7 +273,7 @@ class Member:
             self.transport = target = self._make()
             self.client = client = Client(target, self._options)
             await client.connect()
-            if client.era == "modern" and not client.server_capabilities:
+            if not _in_session(client) and not client.server_capabilities:
                 await client.discover(retry=_LIST_RETRY)  # a pinned revision: nothing told what it offers (nor reached it)
             await self._list(LISTS, report=False)  # becoming ready reports them
         except asyncio.CancelledError:
@@ -405,7 +406,7 @@ class Member:
         session's notices, or a modern ``subscriptions/listen`` for the lists the server
         says can change."""
         caps = client.server_capabilities
-        if client.era == "modern":
+        if not _in_session(client):
             wanted = {
                 kind: isinstance(caps.get(kind), dict) and bool(caps[kind].get("listChanged"))
                 for kind in ("tools", "prompts", "resources")
@@ -421,6 +422,12 @@ class Member:
                         self.refresh_soon(change.kind)
         except McpError as exc:
             logger.info("server %r: not listening for list changes: %s", self.name, exc)
+
+
+def _in_session(client: Client) -> bool:
+    """Whether the client holds a session (the legacy revisions): the server's notices
+    then arrive unasked, and ``initialize`` told what it offers."""
+    return client.protocol_version is not None and supports(client.protocol_version, "sessions")
 
 
 async def _tools(client: Client) -> list[Any]:

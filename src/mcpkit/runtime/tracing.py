@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 import msgspec
 
 from ..protocol import meta as meta_keys
+from ..protocol.eras import LEGACY, MODERN
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
 from ..protocol.events import RequestId
 from .peer import ProgressCallback
@@ -376,10 +377,10 @@ def _record_era(span: Span, modern_version: Any, session: Any) -> None:
     """The era and revision of a served request: modern when its ``_meta`` named a
     version, else the connection's (read after serving, so ``initialize`` has one)."""
     if isinstance(modern_version, str):
-        span.set_attribute("mcpkit.era", "modern")
+        span.set_attribute("mcpkit.era", MODERN.name)
         span.set_attribute("mcp.protocol.version", modern_version)
         return
-    span.set_attribute("mcpkit.era", "legacy")
+    span.set_attribute("mcpkit.era", LEGACY.name)
     version = getattr(session, "protocol_version", None)
     if isinstance(version, str) and version:
         span.set_attribute("mcp.protocol.version", version)

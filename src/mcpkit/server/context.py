@@ -90,16 +90,20 @@ class Call:
     """The server's side of one request being served (see the module's docstring):
     ``session`` (the connection's legacy state, or None), ``policy`` (its era),
     ``outbound`` (the way back to the client), ``asker`` (how its questions travel),
-    ``task`` (the hook of a task tool's call, else None) and ``done``.
+    ``task`` (the hook of a task tool's call, else None), ``done``, and ``params_size``
+    (the bytes of the request's params: what a task holds while its handler runs).
 
     A call is an :class:`~mcpkit.runtime.outbound.Outbound` of its own: its
     notifications go to ``outbound`` until it is over, then nowhere.
     """
 
-    __slots__ = ("asker", "done", "outbound", "policy", "session", "task", "tasked")
+    __slots__ = ("asker", "done", "outbound", "params_size", "policy", "session", "task", "tasked")
 
-    def __init__(self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy) -> None:
+    def __init__(
+        self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy, *, params_size: int = 0
+    ) -> None:
         self.session = session
+        self.params_size = params_size
         self.outbound = outbound
         self.asker = asker
         self.policy = policy

@@ -13,13 +13,16 @@ Then one method table: the method names its params type and its request handler
 :class:`~.context.Context` on it, runs the middleware and the handler, and finishes the
 call when the handler is done — a call that became a task is finished by the task
 manager instead. Every exception from user code is mapped here to its wire outcome
-(docs/errors.md), through the era's policy.
+(docs/errors.md), through the era's policy; a store that cannot be reached
+(:class:`~mcpkit.StoreUnavailable`, from the task store say) is -32603 "Service
+unavailable" with HTTP status 503, in both eras.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from logging import getLogger
 from typing import Any, Final
 
 import msgspec
@@ -28,6 +31,7 @@ from ..auth.identity import CURRENT
 from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, MODERN, EraPolicy
 from ..protocol.errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -57,6 +61,7 @@ from ..protocol.types import (
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
+from ..stores.sessions import StoreUnavailable
 from .context import Call, Context
 from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, MrtrParams, NoAsker, ReplayAsker
@@ -64,7 +69,9 @@ from .lifespan import LifespanRunner
 from .registry import CallNext, Middleware, Registry
 from .session import Session
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "store_unavailable"]
+
+log = getLogger("mcpkit.server")
 
 #: ``handler(registry, ctx, call, params)``: serves one method (the request handlers of
 #: :mod:`.features`); ``call`` is the server's side of the request (its session, its way
@@ -95,6 +102,14 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "tasks/update": (UpdateTaskParams, tasks.update_task),
     "tasks/cancel": (TaskIdParams, tasks.cancel_task),
 }
+
+def store_unavailable(exc: StoreUnavailable, what: str) -> McpError:
+    """The answer to a request that needed a store that cannot be reached: -32603
+    "Service unavailable" with HTTP status 503 (and ``Retry-After`` over HTTP). What
+    failed, and where, goes to the log only."""
+    log.warning("%s failed: %s", what, exc)
+    return McpError(INTERNAL_ERROR, "Service unavailable: the server's store cannot be reached; try again later", status=503)
+
 
 _decode_meta = msgspec.json.Decoder(Params).decode
 _decoders: dict[type, Any] = {}
@@ -161,6 +176,7 @@ class Dispatcher:
     ) -> Any:
         """Serve one request; returns the result or raises :class:`McpError`. Only
         ``CancelledError`` propagates otherwise (the handler is cancelled with it)."""
+        self.registry.hub.serving(asyncio.get_running_loop())
         meta = _meta_of(raw_params)
         policy, version, caps, info, level = self._resolve(method, meta, session)
         if method in policy.foreign_methods:
@@ -171,11 +187,13 @@ class Dispatcher:
         if spec is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         params_type, handler = spec
+        if method == "subscriptions/listen":  # what a listen holds for its life: checked before decoding
+            subscriptions.check_size(raw_params, self.registry.settings)
         params = _decode(raw_params, params_type)
         registry = self.registry
         settings = registry.settings
         asker = self._asker(policy, method, params, raw_params, outbound)
-        call = Call(session, outbound, asker, policy)
+        call = Call(session, outbound, asker, policy, params_size=len(raw_params))
         ctx = Context(
             request_id=request_id,
             method=method,
@@ -236,6 +254,8 @@ class Dispatcher:
             if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
                 return internal_error(exc, f"handler for {method}", expose=expose, limit=limit)
             return bounded(exc, limit)
+        if isinstance(exc, StoreUnavailable):
+            return store_unavailable(exc, method)
         return policy.wire_error(exc, method, expose=expose, limit=limit)
 
     async def _through_middleware(self, ctx: Context, innermost: CallNext) -> Any:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -96,6 +96,13 @@ class Server(Registration):
     :class:`~mcpkit.InMemoryTaskStore` of at most 10,000 tasks) for ``task_ttl`` seconds
     from their creation (default 3600), and clients are told to poll every
     ``task_poll_interval`` seconds (default 1).
+
+    Bounds on what one request may make the server hold (docs/limits.md): a URI a
+    request names is at most ``max_uri_length`` characters (16,384); a
+    ``subscriptions/listen``'s params at most ``max_listen_bytes`` (64 KiB); at most
+    ``max_listens`` listens are open at once (1,000), ``max_listens_per_principal`` (32)
+    of them by one authorized principal. Raises ``ValueError`` for a bound that is not
+    positive.
     """
 
     eras = Setting[Literal["dual", "modern", "legacy"]]()
@@ -136,6 +143,10 @@ class Server(Registration):
         task_store: TaskStore | None = None,
         task_ttl: float = 3600.0,
         task_poll_interval: float = 1.0,
+        max_uri_length: int = 16_384,
+        max_listen_bytes: int = 65_536,
+        max_listens: int = 1000,
+        max_listens_per_principal: int = 32,
     ) -> None:
         if eras not in ("dual", "modern", "legacy"):
             raise ValueError("eras must be 'dual', 'modern' or 'legacy'")
@@ -145,6 +156,8 @@ class Server(Registration):
             raise ValueError("page_size must be positive")
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
+        if min(max_uri_length, max_listen_bytes, max_listens, max_listens_per_principal) < 1:
+            raise ValueError("max_uri_length, max_listen_bytes, max_listens and max_listens_per_principal must be positive")
         self.info = Implementation(name=name, version=version, title=title, website_url=website_url)
         self.instructions = instructions
         self.max_message_size = max_message_size
@@ -161,6 +174,10 @@ class Server(Registration):
             ask_timeout=check_timeout(ask_timeout),
             tool_timeout=check_limit(tool_timeout),
             state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
+            max_uri_length=max_uri_length,
+            max_listen_bytes=max_listen_bytes,
+            max_listens=max_listens,
+            max_listens_per_principal=max_listens_per_principal,
         )
         settings.hold(self)
         hub = ChangeHub(bus if bus is not None else InMemoryBus())
@@ -230,7 +247,15 @@ class Server(Registration):
         ``serve``, ``run`` and the ASGI app's lifespan use it; use it yourself to run
         the lifespan around something else (a test, a host application). Raises
         :class:`LifespanError` if the lifespan fails to start."""
-        return self._lifespan.running()
+        return self._serving()
+
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[Any]:
+        """:meth:`running`: the lifespan held up, and the hub told where the server
+        serves (from now on the changes made here are published)."""
+        self._registry.hub.serving(asyncio.get_running_loop())
+        async with self._lifespan.running() as state:
+            yield state
 
     def shutdown(self) -> None:
         """End every open modern subscription gracefully (answered, then closed); the
@@ -390,6 +415,7 @@ class Server(Registration):
             max_message_size=self.max_message_size,
             max_in_flight=self.max_in_flight,
         )
+        self._registry.hub.serving(asyncio.get_running_loop())
         try:
             await self._lifespan.enter()
         except BaseException:

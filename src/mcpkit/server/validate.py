@@ -6,7 +6,7 @@ no import cost, no native library in memory. Anything else — other keywords, r
 non-``$defs`` references, a ``pattern`` whose ECMA-262 meaning Python's ``re`` does not
 share, another dialect — goes to ``jsonschema_rs``, a complete JSON Schema 2020-12
 implementation, imported on first use. Both give the same kind of one-line reason;
-tests/test_validator_differential.py holds the two against each other.
+tests/unit/server/test_validator_differential.py holds the two against each other.
 """
 
 from __future__ import annotations
