@@ -9,6 +9,11 @@ had no length bound. After: matching is linear in the URI's length whatever the
 template (100,000 characters against either template: about 15-30 ms of matching), and a
 URI longer than ``Server(max_uri_length=...)`` (16,384 characters) is refused with
 -32602 before anything matches it.
+
+A modern ``resources/read`` over HTTP mirrors its URI in the ``Mcp-Name`` header, so the
+head's cap (``max_header_bytes``, 16 KiB) refuses a URI of that size first; the 100,000-
+character URIs are therefore read in a legacy session, and the bound is tested in the
+modern era with a lower ``max_uri_length``.
 """
 
 from __future__ import annotations
@@ -49,10 +54,10 @@ async def _ping_latencies(http: httpx.AsyncClient, url: str, stop: asyncio.Event
     return latencies
 
 
-async def _read(http: httpx.AsyncClient, url: str, uri: str) -> tuple[float, httpx.Response]:
-    body, headers = request("resources/read", {"uri": uri})
+async def _read(http: httpx.AsyncClient, url: str, session: dict[str, str], uri: str) -> tuple[float, httpx.Response]:
+    """Read ``uri`` in the legacy ``session`` (whose requests carry no mirrored header)."""
     started = time.monotonic()
-    resp = await http.post(url, content=json.dumps(body), headers=headers)
+    resp = await http.post(url, json=legacy_request("resources/read", {"uri": uri}), headers=session)
     return time.monotonic() - started, resp
 
 
@@ -61,17 +66,19 @@ async def test_matching_is_linear_in_the_uri_and_other_clients_go_on() -> None:
     old matcher took a minute on the first one and far longer on the three-variable
     ones), and a client pinging meanwhile is never held up for seconds."""
     with spawn("--server-option", "max_uri_length=200000") as (_, url):
+        with httpx.Client(timeout=30) as opening:
+            session = open_session(opening, url)
         async with httpx.AsyncClient(timeout=30) as http:
             stop = asyncio.Event()
             pinging = asyncio.ensure_future(_ping_latencies(http, url, stop))
             timings: dict[str, float] = {}
             try:
                 for name, uri in HOSTILE.items():
-                    seconds, resp = await _read(http, url, uri)
+                    seconds, resp = await _read(http, url, session, uri)
                     timings[name] = seconds
                     reply = answer(resp)
                     if "no match" in name:
-                        assert resp.status_code == 400, resp.text[:300]
+                        assert resp.status_code == 200, resp.text[:300]  # legacy: the error rides a 200
                         assert reply["error"]["code"] == -32602, reply
                         assert reply["error"]["message"] == "Resource not found", reply
                     else:
@@ -105,16 +112,19 @@ def test_legacy_subscribe_matches_templates_in_linear_time() -> None:
 @pytest.mark.parametrize("where", ["read", "subscribe", "listen"])
 def test_a_uri_past_the_bound_is_refused_before_matching(where: str) -> None:
     """At the default bound (16,384 characters) a 20,000-character URI is -32602 saying
-    so, at once; one at the bound is matched as usual."""
-    too_long = "x://" + "/" * 19_996 + "?"
-    at_bound = "x://a/" + "b" * (16_384 - 6)
-    with spawn() as (_, url), httpx.Client(timeout=30) as http:
+    so, at once; one at the bound is matched as usual. A modern read carries the URI in a
+    header too, which must fit the head's 16 KiB: there the bound is set to 8,192."""
+    bound = 8_192 if where == "read" else 16_384
+    too_long = "x://" + "/" * (bound + 3_612) + "?"
+    at_bound = "x://a/" + "b" * (bound - 6)
+    options = ("--server-option", f"max_uri_length={bound}") if where == "read" else ()
+    with spawn(*options) as (_, url), httpx.Client(timeout=30) as http:
         for uri, refused in ((too_long, True), (at_bound, False)):
             reply, status = _ask(http, url, where, uri)
             if refused:
                 assert status in (200, 400), status
                 assert reply["error"]["code"] == -32602, reply
-                assert "longer than 16384 characters" in reply["error"]["message"], reply
+                assert f"longer than {bound} characters" in reply["error"]["message"], reply
                 assert len(json.dumps(reply["error"].get("data", {}))) < 1024, "the URI is not echoed whole"
             else:
                 assert "error" not in reply, reply
