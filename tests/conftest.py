@@ -58,6 +58,8 @@ _child_coverage_for_the_command_line_only()
 @pytest.fixture(autouse=True, scope="session")
 def _child_coverage() -> None:
     _child_coverage_for_the_command_line_only()
+
+
 #: The folders whose tests are slow kinds, each marked with its name; the fast loop leaves them out.
 SLOW = ("e2e", "hostile", "interop", "nodes", "docs", "perf")
 KINDS = ("unit", *SLOW)
