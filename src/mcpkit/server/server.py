@@ -21,6 +21,7 @@ import msgspec
 from ..protocol.eras import MODERN
 from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
 from ..protocol.events import RequestId, RequestReceived
+from ..protocol.head import RequestHead, read_head
 from ..protocol.headers import HeaderRules
 from ..protocol.request_state import StateSealer
 from ..protocol.types import Implementation
@@ -51,16 +52,6 @@ log = logging.getLogger("mcpkit.server")
 
 
 _SCOPED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe"})
-
-
-class _Named(msgspec.Struct):
-    """The members of params that name a feature (the rest is skipped, not decoded)."""
-
-    name: Any = None
-    uri: Any = None
-
-
-_decode_named = msgspec.json.Decoder(_Named).decode
 
 
 def _state_key(key: bytes | str | None) -> bytes:
@@ -174,8 +165,8 @@ class Server(Registration):
         self._lifespan = LifespanRunner(self, lifespan)
         self._dispatcher = Dispatcher(self._registry, self.info, instructions, self._lifespan)
         if check_tracing(tracing) is not False:  # a span per request (docs/tracing.md)
-            self._dispatcher.handle = trace_server_requests(  # type: ignore[method-assign,assignment]
-                self._dispatcher.handle, tracing, lambda: MODERN in settings.policies
+            self._dispatcher.serve = trace_server_requests(  # type: ignore[method-assign,assignment]
+                self._dispatcher.serve, tracing, lambda: MODERN in settings.policies
             )
 
     # --- authorization (docs/auth.md) --------------------------------------------------
@@ -183,13 +174,17 @@ class Server(Registration):
     def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
         """The scopes the tool, prompt or resource a request names requires (those given
         with ``scopes=`` when it was registered); empty otherwise."""
-        if not self._registry.scopes or method not in _SCOPED_METHODS:
+        return self._request_scopes(read_head(0, method, raw_params))  # the id is not read
+
+    def _request_scopes(self, head: RequestHead) -> tuple[str, ...]:
+        """:meth:`scopes_for` from a request's head (the transports' form: the
+        ``RequestHandler`` protocol). Never raises."""
+        if not self._registry.scopes or head.method not in _SCOPED_METHODS:
             return ()
-        try:
-            named = _decode_named(raw_params) if raw_params else _Named()
-        except (msgspec.DecodeError, RecursionError):
+        named = head.named()
+        if named is None:
             return ()  # the dispatcher answers the malformed params
-        return self._registry.scopes_for(method, {"name": named.name, "uri": named.uri})
+        return self._registry.scopes_for(head.method, {"name": named[0], "uri": named[1]})
 
     def all_scopes(self) -> set[str]:
         """Every scope some feature requires."""
@@ -264,7 +259,13 @@ class Server(Registration):
         only ``CancelledError`` propagates otherwise. ``session`` comes from
         :meth:`new_session`; notifications the handler sends go through ``outbound``.
         """
-        return await self._dispatcher.handle(request_id, method, raw_params, session=session, outbound=outbound)
+        return await self._dispatcher.serve(read_head(request_id, method, raw_params), session=session, outbound=outbound)
+
+    async def _serve_request(self, head: RequestHead, *, session: Any, outbound: Outbound) -> Any:
+        """:meth:`handle` for a request whose head a transport has read already (the
+        ``RequestHandler`` protocol): its params are not decoded again. Raises as
+        :meth:`handle` does; cancellation cancels the handler."""
+        return await self._dispatcher.serve(head, session=session, outbound=outbound)
 
     # --- serving -----------------------------------------------------------------------------
 
@@ -333,7 +334,7 @@ class Server(Registration):
         session = Session()
 
         async def on_request(ev: RequestReceived) -> Any:
-            return await self._dispatcher.handle(ev.id, ev.method, ev.params, session=session, outbound=peer)
+            return await self._dispatcher.serve(ev.head, session=session, outbound=peer)
 
         def on_notification(method: str, params: msgspec.Raw) -> None:
             if method != "notifications/initialized":
