@@ -1,0 +1,179 @@
+"""How many times the server decodes the bytes of one request's params, end to end.
+
+``tests/servers/decode_counting.py`` counts every decode of a buffer holding a marker
+that only the request's arguments carry, and who asked for it. A request is decoded
+three times whatever the transport and era: the engine reads the message (its params
+as raw bytes, skipped, not decoded), the request's head reads what every layer needs,
+and the dispatcher decodes the method's own params. Before the head there were up to
+seven (docs/performance.md): a layer that starts decoding the params again fails here.
+
+``python tests/test_decode_count.py [PYTHON]`` prints the counts for the tree that
+``PYTHON`` imports (another checkout's, say).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import httpx
+
+from conftest import SERVERS, free_port, listening
+
+MARKER = "decode-count-marker"
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    "io.modelcontextprotocol/clientInfo": {"name": "counter", "version": "1"},
+}
+#: Who decodes a request's params now, and how often: once each.
+ONCE_EACH = {"mcpkit.protocol.engine:receive": 1, "mcpkit.protocol.head:read_head": 1, "mcpkit.server.dispatch:_decode": 1}
+SCRIPT = str(SERVERS / "decode_counting.py")
+
+
+def _message(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+class _Stdio:
+    def __init__(self, python: str) -> None:
+        self.proc = subprocess.Popen([python, SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def request(self, rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(_message(rid, method, params)).encode() + b"\n")
+        self.proc.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        assert answer.get("id") == rid, answer
+        return answer
+
+    def notify(self, method: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc.stdout.close()
+
+
+def _text(answer: dict[str, Any]) -> str:
+    text: str = answer["result"]["content"][0]["text"]
+    return text
+
+
+def _decodes(call: Any, meta: dict[str, Any] | None) -> dict[str, int]:
+    params: dict[str, Any] = {"name": "decodes", "arguments": {}}
+    if meta is not None:
+        params["_meta"] = meta
+    counts: dict[str, int] = json.loads(_text(call("tools/call", params)))
+    return counts
+
+
+def stdio_counts(python: str) -> dict[str, dict[str, int]]:
+    """The decodes of a tools/call over stdio, in each era."""
+    out: dict[str, dict[str, int]] = {}
+    server = _Stdio(python)
+    ids = iter(range(1, 100))
+    try:
+
+        def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return server.request(next(ids), method, params)
+
+        answer = call("tools/call", {"name": "echo", "arguments": {"text": MARKER}, "_meta": META})
+        assert _text(answer) == MARKER, answer
+        out["stdio modern tools/call"] = _decodes(call, META)
+        call("initialize", {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}})
+        server.notify("notifications/initialized")
+        answer = call("tools/call", {"name": "echo", "arguments": {"text": MARKER}})
+        assert _text(answer) == MARKER, answer
+        out["stdio legacy tools/call"] = _decodes(call, None)
+    finally:
+        server.close()
+    return out
+
+
+def http_counts(python: str) -> dict[str, dict[str, int]]:
+    """The decodes over HTTP, with authorization: a modern tools/call with one input
+    round (two POSTs), and a legacy one in a session."""
+    out: dict[str, dict[str, int]] = {}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    base = {"authorization": "Bearer t", "accept": "application/json, text/event-stream"}
+    with listening([python, SCRIPT, "--http", str(port)], port, stderr=subprocess.DEVNULL), httpx.Client(timeout=10) as http:
+        ids = iter(range(1, 100))
+
+        def modern(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            headers = {**base, "mcp-protocol-version": MODERN, "mcp-method": method, "mcp-name": params["name"]}
+            resp = http.post(url, json=_message(next(ids), method, params), headers=headers)
+            assert resp.status_code == 200, resp.text
+            answer: dict[str, Any] = resp.json()
+            return answer
+
+        first = modern("tools/call", {"name": "ask", "arguments": {"text": MARKER}, "_meta": META})
+        result = first["result"]
+        assert result["resultType"] == "input_required", first
+        assert "who" in result["inputRequests"], first
+        again = {
+            "name": "ask",
+            "arguments": {"text": MARKER},
+            "_meta": META,
+            "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}},
+            "requestState": result["requestState"],
+        }
+        assert _text(modern("tools/call", again)) == f"{MARKER} Ada"
+        out["HTTP modern tools/call, auth, one input round (2 POSTs)"] = _decodes(modern, META)
+
+        resp = http.post(
+            url,
+            json=_message(next(ids), "initialize", {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "c"}}),
+            headers=base,
+        )
+        assert resp.status_code == 200, resp.text
+        session = {**base, "mcp-session-id": resp.headers["mcp-session-id"], "mcp-protocol-version": LEGACY}
+        assert http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session).status_code == 202
+
+        def legacy(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            resp = http.post(url, json=_message(next(ids), method, params), headers=session)
+            assert resp.status_code == 200, resp.text
+            answer: dict[str, Any] = resp.json()
+            return answer
+
+        assert _text(legacy("tools/call", {"name": "echo", "arguments": {"text": MARKER}})) == MARKER
+        out["HTTP legacy tools/call, auth"] = _decodes(legacy, None)
+    return out
+
+
+def test_stdio_request_params_are_decoded_once_for_the_head_and_once_as_typed() -> None:
+    counts = stdio_counts(sys.executable)
+    assert counts == {"stdio modern tools/call": ONCE_EACH, "stdio legacy tools/call": ONCE_EACH}
+
+
+def test_http_request_params_are_decoded_once_for_the_head_and_once_as_typed() -> None:
+    """Through the whole HTTP app: era routing, the mirrored-header check, the scope
+    check, tracing, the dispatcher and the input round's answers all read one head."""
+    counts = http_counts(sys.executable)
+    twice_each = {caller: 2 * n for caller, n in ONCE_EACH.items()}
+    assert counts == {
+        "HTTP modern tools/call, auth, one input round (2 POSTs)": twice_each,
+        "HTTP legacy tools/call, auth": ONCE_EACH,
+    }
+
+
+if __name__ == "__main__":
+    interpreter = sys.argv[1] if len(sys.argv) > 1 else sys.executable
+    for kind, breakdown in {**stdio_counts(interpreter), **http_counts(interpreter)}.items():
+        print(f"{kind}: {sum(breakdown.values())} decodes: {json.dumps(breakdown)}")
