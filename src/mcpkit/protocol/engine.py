@@ -158,7 +158,7 @@ class Engine:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        out = Outgoing(rid, method, encode(message), deadline)
+        out = Outgoing(rid, method, encode(message), deadline, params)
         self._outgoing[rid] = out
         if progress:
             out.progress_token = rid

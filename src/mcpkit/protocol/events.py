@@ -26,13 +26,15 @@ RequestId = int | str
 
 
 class Outgoing:
-    """A request we sent (or are about to send) and whose response we await."""
+    """A request we sent (or are about to send) and whose response we await: its id,
+    method and ``params`` as the caller built them (``data`` is all three, encoded)."""
 
-    __slots__ = ("data", "deadline", "id", "method", "progress_token", "sent", "waiter")
+    __slots__ = ("data", "deadline", "id", "method", "params", "progress_token", "sent", "waiter")
 
-    def __init__(self, rid: RequestId, method: str, data: bytes, deadline: float) -> None:
+    def __init__(self, rid: RequestId, method: str, data: bytes, deadline: float, params: Any = None) -> None:
         self.id = rid
         self.method = method
+        self.params = params
         self.data = data
         self.deadline = deadline
         self.sent = False

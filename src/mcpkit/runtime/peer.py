@@ -48,7 +48,7 @@ from ..protocol.events import (
     ResponseReceived,
 )
 from ..protocol.framing import OVERSIZED
-from .channel import Pausable, Transport, WriteBlocking
+from .channel import Pausable, TakesMessages, Transport, WriteBlocking
 from .outcome import deliver, fail_waiters, respond, respond_failure
 
 __all__ = ["Peer", "ProgressCallback", "check_timeout"]
@@ -110,6 +110,8 @@ class Peer:
         #: Our requests whose deadline moves with progress: id -> (timeout, latest deadline, timer).
         self._extendable: dict[RequestId, _Extendable] = {}
         self._writes = transport if isinstance(transport, WriteBlocking) else None
+        #: A transport that reads what it carries is handed our messages with what they say.
+        self._messages = transport if isinstance(transport, TakesMessages) else None
         self._held: deque[Outgoing] = deque()  # our requests not handed over yet: writes are stalled
         self._pump: asyncio.Task[None] | None = None
 
@@ -283,13 +285,13 @@ class Peer:
             self._reading.resume_reading()
         try:
             if self._writes is None:
-                self.transport.send(out.data)
+                self._hand_over(out)
                 self.engine.mark_sent(out)
                 await self.transport.drain()
             elif self._held or self._writes.write_blocked:
                 self._hold(out)
             else:
-                self.transport.send(out.data)
+                self._hand_over(out)
                 self.engine.mark_sent(out)
             return await fut
         except asyncio.CancelledError:
@@ -303,6 +305,14 @@ class Peer:
             self._progress.pop(out.id, None)
             self._asking -= 1
             self._pause_if_full()
+
+    def _hand_over(self, out: Outgoing) -> None:
+        """Give ``out`` to the transport: with its method, id and params if the
+        transport takes them (:class:`~.channel.TakesMessages`), else its bytes."""
+        if self._messages is not None:
+            self._messages._send_message(out.data, out.method, out.id, out.params)
+        else:
+            self.transport.send(out.data)
 
     def _hold(self, out: Outgoing) -> None:
         """Keep ``out`` until the stalled writes before it are done (in order)."""
@@ -322,7 +332,7 @@ class Peer:
                 while held and not writes.write_blocked and not self.closed.done():
                     out = held.popleft()
                     if engine.outgoing.get(out.id) is out:
-                        self.transport.send(out.data)
+                        self._hand_over(out)
                         engine.mark_sent(out)
         finally:
             self._pump = None
@@ -346,7 +356,11 @@ class Peer:
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (fire and forget; dropped if the transport can no
         longer write)."""
-        self.transport.send(self.engine.notification(method, params))
+        data = self.engine.notification(method, params)
+        if self._messages is not None:
+            self._messages._send_message(data, method, None, params)
+        else:
+            self.transport.send(data)
 
     # --- shutdown ------------------------------------------------------------------------
 
