@@ -1,11 +1,13 @@
 """How many times the server decodes the bytes of one request's params, end to end.
 
 ``tests/servers/decode_counting.py`` counts every decode of a buffer holding a marker
-that only the request's arguments carry, and who asked for it. A request is decoded
-three times whatever the transport and era: the engine reads the message (its params
-as raw bytes, skipped, not decoded), the request's head reads what every layer needs,
-and the dispatcher decodes the method's own params. Before the head there were up to
-seven (docs/performance.md): a layer that starts decoding the params again fails here.
+that only the request's arguments carry, and who asked for it. The engine reads the
+message (its params as raw bytes: skipped, not decoded), then the request's head reads
+what every layer needs: for ``tools/call`` (and ``resources/read``) that is all, its
+typed params are the head's; another method's params are decoded once more, by the
+dispatcher, as their type says. Whatever the transport and era, and with authorization,
+tracing and an input round. Before the head a ``tools/call`` was decoded 4 to 8 times
+(docs/performance.md): a layer that starts decoding the params again fails here.
 
 ``python tests/test_decode_count.py [PYTHON]`` prints the counts for the tree that
 ``PYTHON`` imports (another checkout's, say).
@@ -30,8 +32,10 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
     "io.modelcontextprotocol/clientInfo": {"name": "counter", "version": "1"},
 }
-#: Who decodes a request's params now, and how often: once each.
-ONCE_EACH = {"mcpkit.protocol.engine:receive": 1, "mcpkit.protocol.head:read_head": 1, "mcpkit.server.dispatch:_decode": 1}
+#: Who decodes a tools/call's params now, and how often: the engine's envelope and the head.
+ONCE_EACH = {"mcpkit.protocol.engine:receive": 1, "mcpkit.protocol.head:read_head": 1}
+#: A prompts/get's: its typed params too.
+WITH_TYPED = {**ONCE_EACH, "mcpkit.server.dispatch:_decode": 1}
 SCRIPT = str(SERVERS / "decode_counting.py")
 
 
@@ -96,6 +100,9 @@ def stdio_counts(python: str) -> dict[str, dict[str, int]]:
         answer = call("tools/call", {"name": "echo", "arguments": {"text": MARKER}, "_meta": META})
         assert _text(answer) == MARKER, answer
         out["stdio modern tools/call"] = _decodes(call, META)
+        answer = call("prompts/get", {"name": "greet", "arguments": {"who": MARKER}, "_meta": META})
+        assert answer["result"]["messages"][0]["content"]["text"] == f"Hello, {MARKER}!", answer
+        out["stdio modern prompts/get"] = _decodes(call, META)
         call("initialize", {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}})
         server.notify("notifications/initialized")
         answer = call("tools/call", {"name": "echo", "arguments": {"text": MARKER}})
@@ -157,12 +164,16 @@ def http_counts(python: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def test_stdio_request_params_are_decoded_once_for_the_head_and_once_as_typed() -> None:
+def test_stdio_request_params_are_decoded_once_for_the_head() -> None:
     counts = stdio_counts(sys.executable)
-    assert counts == {"stdio modern tools/call": ONCE_EACH, "stdio legacy tools/call": ONCE_EACH}
+    assert counts == {
+        "stdio modern tools/call": ONCE_EACH,
+        "stdio modern prompts/get": WITH_TYPED,
+        "stdio legacy tools/call": ONCE_EACH,
+    }
 
 
-def test_http_request_params_are_decoded_once_for_the_head_and_once_as_typed() -> None:
+def test_http_request_params_are_decoded_once_for_the_head() -> None:
     """Through the whole HTTP app: era routing, the mirrored-header check, the scope
     check, tracing, the dispatcher and the input round's answers all read one head."""
     counts = http_counts(sys.executable)

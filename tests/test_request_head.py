@@ -22,7 +22,9 @@ from mcpkit.protocol import meta as meta_keys
 from mcpkit.protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from mcpkit.protocol.events import RequestReceived
 from mcpkit.protocol.head import RequestHead, read_head
+from mcpkit.protocol.params import CallToolParams, ReadResourceParams
 from mcpkit.protocol.wire import Implementation
+from mcpkit.server import dispatch
 
 PV = meta_keys.PROTOCOL_VERSION
 CAPS = meta_keys.CLIENT_CAPABILITIES
@@ -31,9 +33,18 @@ LEVEL = meta_keys.LOG_LEVEL
 META = {PV: "2026-07-28", CAPS: {"elicitation": {}}, INFO: {"name": "c", "version": "1"}, LEVEL: "info"}
 
 
-def head_of(params: bytes | str, method: str = "tools/call") -> RequestHead:
+def head_of(params: bytes | str) -> RequestHead:
     raw = params.encode() if isinstance(params, str) else params
-    return read_head(7, method, msgspec.Raw(raw))
+    return read_head(msgspec.Raw(raw))
+
+
+def error_of(call: Any) -> McpError | None:
+    """The McpError ``call()`` raises (None if it returns)."""
+    try:
+        call()
+    except McpError as exc:
+        return exc
+    return None
 
 
 # --- the oracle: each layer's own decode, as it was before the head -------------------------------
@@ -72,6 +83,17 @@ class _Described(msgspec.Struct):
     name: Any = None
     uri: Any = None
     meta: Any = msgspec.field(default=None, name="_meta")
+
+
+class _OldCallTool(msgspec.Struct, kw_only=True, rename="camel"):
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    name: str
+    arguments: dict[str, Any] | None = None
+
+
+class _OldReadResource(msgspec.Struct, kw_only=True, rename="camel"):
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    uri: str
 
 
 def old_version(raw: bytes) -> Any:
@@ -139,6 +161,16 @@ def old_described(raw: bytes) -> tuple[Any, Any, dict[str, Any]]:
     return described.name, described.uri, described.meta if isinstance(described.meta, dict) else {}
 
 
+def old_typed(raw: bytes, tp: type[Any]) -> Any:
+    """server/dispatch.py's _decode(raw, CallToolParams or ReadResourceParams), as they were."""
+    try:
+        return msgspec.json.decode(raw if raw else b"{}", type=tp)
+    except msgspec.DecodeError as exc:
+        return McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 512)}")
+    except RecursionError:
+        return McpError(INVALID_PARAMS, "Invalid params: nested too deeply")
+
+
 def old_client(meta: dict[str, Any]) -> tuple[Any, Any, Implementation | None, Any]:
     """server/dispatch.py's _resolve and _resolve_modern, from the decoded _meta."""
     info = meta.get(INFO)
@@ -155,21 +187,20 @@ def same_error(a: McpError | None, b: McpError | None) -> bool:
     return (a.code, a.message, a.data, a.status) == (b.code, b.message, b.data, b.status)
 
 
-def assert_as_before(raw: bytes, read_order: tuple[str, ...] = ("version", "meta", "target", "answers")) -> None:
+def assert_as_before(raw: bytes, read_order: tuple[str, ...] = ("version", "meta", "target", "answers", "typed")) -> None:
     """Every part of the head is what its layer read before, whichever part is read
     first (the head of unreadable params decodes each part when it is first read)."""
-    head = read_head(1, "tools/call", msgspec.Raw(raw))
+    head = read_head(msgspec.Raw(raw))
     for part in read_order:
         if part == "version":
             assert head.version == old_version(raw)
         elif part == "meta":
             meta = old_meta(raw)
             if isinstance(meta, McpError):
-                assert same_error(head.meta_error, meta), (head.meta_error, meta)
-                assert head.meta is None
+                assert same_error(error_of(head.read_meta), meta), (error_of(head.read_meta), meta)
             else:
-                assert head.meta_error is None
-                assert (head.meta if head.meta is not None else {}) == meta
+                got = head.read_meta()
+                assert (got if got is not None else {}) == meta
                 version, caps, info, level = old_client(meta)
                 assert head.version == version
                 assert head.client_capabilities == caps
@@ -178,22 +209,28 @@ def assert_as_before(raw: bytes, read_order: tuple[str, ...] = ("version", "meta
         elif part == "target":
             target = old_target(raw)
             if isinstance(target, McpError):
-                assert same_error(head.target_error, target), (head.target_error, target)
+                assert same_error(error_of(head.target), target), (error_of(head.target), target)
             else:
-                assert head.target_error is None
-                assert (head.name, head.uri, head.task_id, head.arguments) == (
-                    target.name,
-                    target.uri,
-                    target.taskId,
-                    target.arguments,
-                )
+                assert head.target() == (target.name, target.uri, target.taskId, target.arguments)
         elif part == "answers":
             answers = old_answers(raw)
             if isinstance(answers, McpError):
-                assert same_error(head.answers_error, answers), (head.answers_error, answers)
+                assert same_error(error_of(head.answers), answers), (error_of(head.answers), answers)
             else:
-                assert head.answers_error is None
-                assert (head.input_responses, head.request_state) == answers
+                assert head.answers() == answers
+        elif part == "typed" and not isinstance(old_meta(raw), McpError):  # the dispatcher decodes them after _meta
+            for tp, old_tp in ((CallToolParams, _OldCallTool), (ReadResourceParams, _OldReadResource)):
+                before = old_typed(raw, old_tp)
+                try:
+                    now: Any = dispatch._typed(head, msgspec.Raw(raw), tp)
+                except McpError as exc:
+                    now = exc
+                if isinstance(before, McpError):
+                    assert same_error(now if isinstance(now, McpError) else None, before), (now, before)
+                else:
+                    assert not isinstance(now, McpError), (now, before)
+                    fields = [f for f in tp.__struct_fields__]
+                    assert [getattr(now, f) for f in fields] == [getattr(before, f) for f in fields]
     assert head.named() == old_named(raw)
     assert head.described() == old_described(raw)
 
@@ -238,7 +275,7 @@ def params_texts(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=600, deadline=None)
-@given(params_texts(), st.permutations(["version", "meta", "target", "answers"]))
+@given(params_texts(), st.permutations(["version", "meta", "target", "answers", "typed"]))
 def test_every_part_is_what_its_layer_read_before(raw: bytes, order: list[str]) -> None:
     assert_as_before(raw, tuple(order))
 
@@ -249,85 +286,86 @@ def test_every_part_is_what_its_layer_read_before(raw: bytes, order: list[str]) 
 def test_a_modern_request_read_once() -> None:
     params = {"name": "echo", "arguments": {"text": "t"}, "_meta": META, "inputResponses": {"k": {}}, "requestState": "s"}
     head = head_of(json.dumps(params))
-    assert type(head) is RequestHead  # the one pass read everything
-    assert (head.id, head.method) == (7, "tools/call")
+    assert head.complete  # the one pass read everything
     assert head.version == "2026-07-28"
-    assert head.meta == META
-    assert head.meta_error is None
+    assert head.read_meta() == META
     assert head.client_capabilities == {"elicitation": {}}
     assert head.client_info == Implementation(name="c", version="1")
     assert head.log_level == "info"
-    assert (head.name, head.uri, head.task_id, head.arguments) == ("echo", None, None, {"text": "t"})
-    assert head.target_error is None
-    assert (head.input_responses, head.request_state, head.answers_error) == ({"k": {}}, "s", None)
+    assert head.target() == ("echo", None, None, {"text": "t"})
+    assert head.answers() == ({"k": {}}, "s")
     assert head.named() == ("echo", None)
     assert head.described() == ("echo", None, META)
+    typed = dispatch._typed(head, msgspec.Raw(b"{}"), CallToolParams)  # from the head: the raw bytes are not read
+    assert (typed.name, typed.arguments) == ("echo", {"text": "t"})
 
 
 def test_absent_params_and_a_legacy_request() -> None:
     for head in (head_of(b""), head_of('{"name":"echo","arguments":{}}')):
         assert head.version is None
-        assert head.meta is None
-        assert head.meta_error is None
+        assert head.read_meta() is None
         assert head.client_capabilities is None
         assert head.client_info is None
         assert head.log_level is None
-        assert head.input_responses is None
-        assert head.request_state is None
+        assert head.answers() == (None, None)
         assert head.described()[2] == {}
 
 
 def test_other_targets() -> None:
-    assert head_of('{"uri":"mem://a","_meta":{}}', "resources/read").uri == "mem://a"
-    assert head_of('{"taskId":"t-1"}', "tasks/get").task_id == "t-1"
+    head = head_of('{"uri":"mem://a","_meta":{}}')
+    assert head.target() == (None, "mem://a", None, None)
+    assert dispatch._typed(head, msgspec.Raw(b"{}"), ReadResourceParams).uri == "mem://a"
+    assert head_of('{"taskId":"t-1"}').target() == (None, None, "t-1", None)
     head = head_of('{"name":7,"uri":[1],"taskId":{"a":1},"arguments":"x"}')
-    assert (head.name, head.uri, head.task_id, head.arguments) == (7, [1], {"a": 1}, "x")  # any JSON: the layers judge
+    assert not head.complete  # the typed members are not: each layer reads them as it did
+    assert head.target() == (7, [1], {"a": 1}, "x")  # any JSON for the header check, which judges them
+    assert head.named() == (7, [1])
 
 
 @pytest.mark.parametrize("meta", ["7", '"x"', "[1]", "true", "[1e999]"])
 def test_meta_that_is_not_an_object(meta: str) -> None:
     head = head_of(f'{{"name":"echo","_meta":{meta}}}')
     assert head.version is None  # not a modern request: routed as legacy
-    assert head.meta is None
-    assert same_error(head.meta_error, McpError(INVALID_PARAMS, "Invalid params: _meta must be an object"))
-    assert head.name == "echo"
-    assert head.target_error is None
+    assert same_error(error_of(head.read_meta), McpError(INVALID_PARAMS, "Invalid params: _meta must be an object"))
+    assert head.target() == ("echo", None, None, None)
 
 
 @pytest.mark.parametrize("number", ["1e999", "-1e999", "9" * 5000])
 def test_a_number_out_of_range_in_meta_keeps_the_version(number: str) -> None:
     head = head_of(f'{{"name":"echo","_meta":{{"{PV}":"2026-07-28","x":{number}}}}}')
     assert head.version == "2026-07-28"  # still a modern request, refused by the dispatcher
-    assert head.meta_error is not None
-    assert head.meta_error.code == INVALID_PARAMS
-    assert "out of range" in head.meta_error.message
-    assert "- at `$._meta" in head.meta_error.message
-    assert head.meta_error.status is None
-    assert head.target_error is None  # the header check does not read _meta
-    assert head.name == "echo"
+    error = error_of(head.read_meta)
+    assert error is not None
+    assert error.code == INVALID_PARAMS
+    assert "out of range" in error.message
+    assert "- at `$._meta" in error.message
+    assert error.status is None
+    assert head.target() == ("echo", None, None, None)  # the header check does not read _meta
 
 
 @pytest.mark.parametrize("number", ["1e999", "9" * 5000])
 def test_a_number_out_of_range_in_arguments(number: str) -> None:
     head = head_of(f'{{"name":"echo","arguments":{{"n":{number}}},"_meta":{json.dumps(META)}}}')
-    assert head.meta == META  # the dispatcher reads _meta as usual, then refuses the arguments itself
-    assert head.meta_error is None
-    error = head.target_error
+    assert head.read_meta() == META  # the dispatcher reads _meta as usual, then refuses the arguments itself
+    error = error_of(head.target)
     assert error is not None
     assert (error.code, error.status) == (INVALID_PARAMS, 400)
     assert error.message.startswith("Invalid params: ")
     assert "out of range" in error.message
     assert head.named() == ("echo", None)  # the scope check still finds the tool
     assert head.described() == ("echo", None, META)  # a span does not read the arguments
+    typed = error_of(lambda: dispatch._typed(head, msgspec.Raw(b"{}"), CallToolParams))
+    assert typed is not None  # decoded from the bytes: here, none
     head = head_of(f'{{"name":"echo","_meta":{{"x":{number}}}}}')
     assert head.described() == (None, None, {})  # nor names anything it cannot decode
 
 
 def test_a_number_out_of_range_elsewhere_is_skipped() -> None:
     head = head_of(f'{{"name":"echo","x":[1e999],"_meta":{json.dumps(META)}}}')
-    assert type(head) is RequestHead
+    assert head.complete
     assert head.version == "2026-07-28"
-    assert head.meta_error is head.target_error is head.answers_error is None
+    assert head.read_meta() == META
+    assert head.target() == ("echo", None, None, None)
 
 
 @pytest.mark.parametrize(
@@ -341,29 +379,35 @@ def test_a_number_out_of_range_elsewhere_is_skipped() -> None:
 )
 def test_answers_of_the_wrong_type(member: str, expected: str) -> None:
     head = head_of(f'{{"name":"echo",{member},"_meta":{json.dumps(META)}}}')
-    assert head.answers_error is not None
-    assert head.answers_error.message == expected
-    assert head.meta == META
+    error = error_of(head.answers)
+    assert error is not None
+    assert error.message == expected
+    assert head.read_meta() == META
     assert head.version == "2026-07-28"
-    assert head.input_responses is None
-    assert head.request_state is None
 
 
 def test_a_repeated_member_is_read_as_each_layer_read_it() -> None:
     """A typed layer refused a bad first occurrence; an untyped one kept the last."""
-    head = head_of(f'{{"_meta":7,"_meta":{json.dumps(META)},"requestState":1,"requestState":"s","name":1,"name":"echo"}}')
+    raw = f'{{"_meta":7,"_meta":{json.dumps(META)},"requestState":1,"requestState":"s","name":1,"name":"echo"}}'
+    head = head_of(raw)
     assert head.version is None  # the HTTP app's lookup failed on the first: not routed as modern
-    assert head.meta_error is not None
-    assert head.meta_error.message == "Invalid params: _meta must be an object"
-    assert head.answers_error is not None
-    assert head.name == "echo"
+    error = error_of(head.read_meta)
+    assert error is not None
+    assert error.message == "Invalid params: _meta must be an object"
+    assert error_of(head.answers) is not None
+    assert head.target()[0] == "echo"
+    raw = f'{{"name":null,"name":"echo","_meta":{json.dumps(META)}}}'
+    typed = error_of(lambda: dispatch._typed(read_head(msgspec.Raw(raw.encode())), msgspec.Raw(raw.encode()), CallToolParams))
+    assert typed is not None
+    assert typed.message == "Invalid params: Expected `str`, got `null` - at `$.name`"
+    assert_as_before(raw.encode())
 
 
 def test_client_info_that_is_not_an_implementation() -> None:
     for info in ('{"name":7}', '"c"', '{"version":"1"}'):
         head = head_of(f'{{"_meta":{{"{PV}":"2026-07-28","{INFO}":{info}}}}}')
+        assert head.read_meta() is not None
         assert head.client_info is None
-        assert head.meta_error is None
 
 
 def test_nesting_too_deep_for_the_decoder() -> None:
@@ -371,34 +415,31 @@ def test_nesting_too_deep_for_the_decoder() -> None:
     raw = f'{{"name":"echo","arguments":{{"a":{deep}}},"_meta":{{"{PV}":"2026-07-28","x":{deep}}}}}'
     head = head_of(raw)
     assert head.version is None  # skipping recurses too: the HTTP app could not see the version either
-    assert head.meta_error is not None
-    assert head.meta_error.message == "Invalid params: nested too deeply"
-    assert head.target_error is not None
-    assert head.target_error.message == "Invalid params: nested too deeply"
-    assert head.target_error.status == 400
+    meta_error, target_error = error_of(head.read_meta), error_of(head.target)
+    assert meta_error is not None
+    assert meta_error.message == "Invalid params: nested too deeply"
+    assert target_error is not None
+    assert target_error.message == "Invalid params: nested too deeply"
+    assert target_error.status == 400
     assert_as_before(raw.encode())
 
 
 def test_unreadable_params_are_decoded_part_by_part_only_when_asked() -> None:
     raw = f'{{"name":"echo","arguments":{{"n":1e999}},"_meta":{json.dumps(META)}}}'
     head = head_of(raw)
-    assert type(head) is not RequestHead
-    with pytest.raises(AttributeError):
-        object.__getattribute__(head, "meta")  # nothing read yet
+    assert not head.complete
+    assert head.parts == {}  # type: ignore[attr-defined]  # nothing decoded yet
     assert head.version == "2026-07-28"
-    with pytest.raises(AttributeError):
-        object.__getattribute__(head, "target_error")
-    assert head.meta == META
-    with pytest.raises(AttributeError):
-        getattr(head, "nonsense")  # noqa: B009
+    assert set(head.parts) == {"version"}  # type: ignore[attr-defined]
+    assert head.read_meta() == META
+    assert head.client_info == Implementation(name="c", version="1")
+    assert set(head.parts) == {"version", "meta"}  # type: ignore[attr-defined]
 
 
 def test_the_event_keeps_its_head() -> None:
     ev = RequestReceived(3, "tools/list", msgspec.Raw(f'{{"_meta":{json.dumps(META)}}}'.encode()))
     assert ev.head is ev.head
-    assert ev.head.id == 3
-    assert ev.head.method == "tools/list"
-    assert ev.head.params is ev.params
+    assert ev.head.read_meta() == META
 
 
 def test_bytes_no_engine_checked_never_raise() -> None:

@@ -77,6 +77,12 @@ def echo(text: str) -> str:
     return text
 
 
+@server.prompt
+def greet(who: str) -> str:
+    """A greeting (its arguments are decoded as a prompt's: strings)."""
+    return f"Hello, {who}!"
+
+
 @server.tool
 def decodes() -> str:
     """The decodes noted since the last call, by caller; then starts over."""

@@ -59,7 +59,7 @@ class RequestReceived:
         first use, once (:mod:`.head`). Never raises."""
         head = self._head
         if head is None:
-            head = self._head = read_head(self.id, self.method, self.params)
+            head = self._head = read_head(self.params)
         return head
 
 

@@ -5,31 +5,31 @@ A request's params stay raw JSON until someone needs them, and several layers ne
 part: the HTTP app reads the protocol version in ``_meta`` (to route the request to its
 era), the target ``name``, ``uri`` or ``taskId`` and the ``arguments`` (to check the
 mirrored headers) and the names again (to check scopes); the dispatcher reads ``_meta``
-(the version, the client's capabilities, info and log level; ``ctx.meta``) and a modern
-retry's answers (``inputResponses``, ``requestState``); tracing reads the names and the
-trace context in ``_meta``. :class:`RequestHead` is all of that from one pass over the
-bytes; members nobody reads are skipped, not decoded. The method's own params
-(``CallToolParams`` and the others) are decoded once more, by the dispatcher, as their
-type says: a typed decode checks each occurrence of a member, which the head's untyped
-members cannot stand in for.
+(the version, the client's capabilities, info and log level; ``ctx.meta``), a modern
+retry's answers (``inputResponses``, ``requestState``) and the method's own params;
+tracing reads the names and the trace context in ``_meta``. :class:`RequestHead` is all
+of that from one pass over the bytes (members nobody reads are skipped, not decoded),
+typed as strictly as the strictest layer reads each member, so that ``tools/call`` and
+``resources/read`` need no other decode: their typed params are the head's ``name`` and
+``arguments``, or its ``uri``. Other methods' params are decoded once more, by the
+dispatcher.
 
 Malformed params never raise here, and what each layer answers for them is part of the
 contract (docs/errors.md): a number out of range inside ``_meta`` is the dispatcher's
 -32602 naming it, while the HTTP app still routes the request by the version beside it;
-one in ``arguments`` is the header check's 400; a member nobody reads is skipped. So when
-the one pass fails (rare: valid JSON that cannot be represented, a ``_meta`` that is not
-an object, answers of the wrong type), the head falls back, part by part and only when a
-layer asks for that part, to decoding what that layer itself decoded before the head
-existed, and each layer gives the answer it always gave. Each part's error is an
-:class:`~.errors.McpError` the head holds (``meta_error``, ``target_error``,
-``answers_error``) for the one layer that raises it.
+one in ``arguments`` is the header check's 400; a ``name`` that is not a string is the
+header check's mismatch, or the dispatcher's -32602; a member nobody reads is skipped.
+So when the one pass fails (rare: a member of another type than its layer reads, or
+valid JSON that cannot be represented), the head falls back, part by part and only when
+a layer asks for that part, to decoding what that layer itself decoded before the head
+existed, and each layer gives the answer it always gave.
 
 Pure data and functions: no I/O, nothing else of mcpkit but the protocol.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 from msgspec import UNSET, UnsetType, field
@@ -40,152 +40,123 @@ from .wire import Implementation
 
 __all__ = ["RequestHead", "read_head"]
 
-
-class _Members(msgspec.Struct):
-    """The members of params the head reads, in one pass. Typed where a layer's own
-    decode was typed (``_meta`` an object; the answers an object and a string), so that
-    any occurrence of the wrong type sends the request to the part-by-part decodes."""
-
-    meta: dict[str, Any] | None = field(default=None, name="_meta")
-    name: Any = None
-    uri: Any = None
-    task_id: Any = field(default=None, name="taskId")
-    arguments: Any = None
-    input_responses: dict[str, Any] | UnsetType = field(default=UNSET, name="inputResponses")
-    request_state: str | UnsetType = field(default=UNSET, name="requestState")
-
-
-_decode_members: Final = msgspec.json.Decoder(_Members).decode
-_NOTHING: Final = _Members()
 #: What a hostile but well-formed message's params can make a decoder raise: JSON that
-#: cannot be represented (``ValidationError``, a ``DecodeError``) or nests deeper than the
-#: decoder recurses; ``ValueError`` (invalid UTF-8) only for params not checked by an engine.
+#: cannot be represented or has the wrong type (``DecodeError``, ``ValidationError``),
+#: nesting deeper than the decoder recurses; ``ValueError`` (invalid UTF-8) only for
+#: params no engine has checked.
 _UNREADABLE: Final = (msgspec.MsgspecError, RecursionError, ValueError)
 
 
-class RequestHead:
-    """One request's id, method and raw ``params``, and what its params say, decoded once.
+class RequestHead(msgspec.Struct):
+    """What one request's params say, for every layer that serves it (see the module).
 
-    - ``version``: the protocol version ``_meta`` names (any JSON value; None when it
-      names none, or ``_meta`` is not an object: then the request is not modern);
-    - ``meta``: the ``_meta`` object (None when absent), with ``client_capabilities``,
-      ``client_info`` (an :class:`~.wire.Implementation`, None unless it is one) and
-      ``log_level`` read from it; ``meta_error``: the -32602 the dispatcher answers when
-      ``_meta`` is not an object or holds what cannot be decoded (then ``meta`` is None);
-    - ``name``, ``uri``, ``task_id``, ``arguments``: the target and arguments, any JSON
-      value, as the mirrored-header check reads them; ``target_error``: the -32602 (HTTP
-      400) it answers when they cannot be decoded;
-    - ``input_responses`` (an object, or None when absent) and ``request_state`` (a
-      string, or None): a modern retry's answers; ``answers_error``: the -32602 when
-      they have the wrong type or cannot be decoded.
-
-    Reading an attribute never raises. Built by :func:`read_head`; never by hand.
+    Fields, as decoded: ``meta`` (the ``_meta`` object, None when absent), ``name``,
+    ``uri`` and ``task_id`` (strings, UNSET when absent), ``arguments`` (an object, or
+    None), ``input_responses`` and ``request_state`` (a modern retry's answers: an object
+    and a string, UNSET when absent). What a layer reads is asked of the methods and
+    properties, which give what that layer read before the head existed, also for params
+    the one pass could not decode: then ``complete`` is False and the fields are not to
+    be read. Nothing here raises but what a method's docstring says.
     """
 
-    __slots__ = (
-        "answers_error",
-        "arguments",
-        "client_capabilities",
-        "client_info",
-        "id",
-        "input_responses",
-        "log_level",
-        "meta",
-        "meta_error",
-        "method",
-        "name",
-        "params",
-        "request_state",
-        "target_error",
-        "task_id",
-        "uri",
-        "version",
-    )
+    meta: dict[str, Any] | None = field(default=None, name="_meta")
+    name: str | UnsetType = UNSET
+    uri: str | UnsetType = UNSET
+    task_id: str | UnsetType = field(default=UNSET, name="taskId")
+    arguments: dict[str, Any] | None = None
+    input_responses: dict[str, Any] | UnsetType = field(default=UNSET, name="inputResponses")
+    request_state: str | UnsetType = field(default=UNSET, name="requestState")
 
-    id: int | str
-    method: str
-    params: msgspec.Raw
-    version: Any
-    meta: dict[str, Any] | None
-    meta_error: McpError | None
-    client_capabilities: Any
-    client_info: Implementation | None
-    log_level: Any
-    name: Any
-    uri: Any
-    task_id: Any
-    arguments: Any
-    target_error: McpError | None
-    input_responses: dict[str, Any] | None
-    request_state: str | None
-    answers_error: McpError | None
+    #: The one pass read everything: the fields hold the params (False: see :meth:`read_meta` and the others).
+    complete: ClassVar[bool] = True
 
-    def __init__(self, rid: int | str, method: str, params: msgspec.Raw, members: _Members) -> None:
-        self.id = rid
-        self.method = method
-        self.params = params
-        meta = members.meta
-        self.meta = meta
-        self.meta_error = None
-        if meta is None:
-            self.version = self.client_capabilities = self.client_info = self.log_level = None
-        else:
-            _read_meta(self, meta)
-        self.name = members.name
-        self.uri = members.uri
-        self.task_id = members.task_id
-        self.arguments = members.arguments
-        self.target_error = None
-        responses, state = members.input_responses, members.request_state
-        self.input_responses = responses if type(responses) is dict else None  # else absent (UNSET)
-        self.request_state = state if type(state) is str else None
-        self.answers_error = None
+    @property
+    def version(self) -> Any:
+        """The protocol version ``_meta`` names (any JSON value), or None when it names
+        none or ``_meta`` is not an object: then the request is not modern."""
+        meta = self.meta
+        return meta.get(PROTOCOL_VERSION) if meta is not None else None
+
+    def read_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` object (None when absent). Raises ``McpError(-32602)`` saying
+        what is wrong when it is not an object or holds what cannot be decoded."""
+        return self.meta
+
+    @property
+    def client_capabilities(self) -> Any:
+        """``_meta``'s client capabilities (any JSON value; None when absent). Read
+        after :meth:`read_meta`."""
+        meta = self.meta
+        return meta.get(CLIENT_CAPABILITIES) if meta is not None else None
+
+    @property
+    def client_info(self) -> Implementation | None:
+        """``_meta``'s client info, if it is an :class:`~.wire.Implementation`. Read
+        after :meth:`read_meta`."""
+        info = self.meta.get(CLIENT_INFO) if self.meta is not None else None
+        if not isinstance(info, dict):
+            return None
+        try:
+            return msgspec.convert(info, Implementation)
+        except (msgspec.ValidationError, RecursionError):
+            return None
+
+    @property
+    def log_level(self) -> Any:
+        """``_meta``'s log level (any JSON value; None when absent). Read after :meth:`read_meta`."""
+        meta = self.meta
+        return meta.get(LOG_LEVEL) if meta is not None else None
+
+    def target(self) -> tuple[Any, Any, Any, Any]:
+        """``name``, ``uri``, ``taskId`` and ``arguments`` as the mirrored-header check
+        reads them (any JSON values; None when absent). Raises ``McpError(-32602)``
+        (HTTP 400) when they cannot be decoded."""
+        return (
+            None if self.name is UNSET else self.name,
+            None if self.uri is UNSET else self.uri,
+            None if self.task_id is UNSET else self.task_id,
+            self.arguments,
+        )
 
     def named(self) -> tuple[Any, Any] | None:
-        """The ``name`` and ``uri`` a scope check reads (any JSON values), or None when
-        they cannot be decoded (then the request needs no scopes of its own: the
-        dispatcher answers its params)."""
-        return self.name, self.uri
+        """The ``name`` and ``uri`` a scope check reads (any JSON values; None when
+        absent), or None when they cannot be decoded (then the request needs no scopes
+        of its own: the dispatcher answers its params)."""
+        return None if self.name is UNSET else self.name, None if self.uri is UNSET else self.uri
 
     def described(self) -> tuple[Any, Any, dict[str, Any]]:
-        """What a span names (``name``, ``uri``, any JSON values) and the ``_meta`` the
-        trace context is read from (empty when absent or unreadable); None names when
-        the params cannot be decoded."""
-        return self.name, self.uri, self.meta if self.meta is not None else {}
+        """What a span names (``name``, ``uri``: any JSON values, None when absent or
+        unreadable) and the ``_meta`` the trace context is read from (empty when absent
+        or unreadable)."""
+        name, uri = self.name, self.uri
+        return None if name is UNSET else name, None if uri is UNSET else uri, self.meta if self.meta is not None else {}
 
-    def __repr__(self) -> str:
-        return f"<RequestHead {self.method!r} id={self.id!r}>"
-
-
-def _read_meta(head: RequestHead, meta: dict[str, Any]) -> None:
-    """Set what ``head`` reads of its ``_meta`` object."""
-    head.version = meta.get(PROTOCOL_VERSION)
-    head.client_capabilities = meta.get(CLIENT_CAPABILITIES)
-    head.log_level = meta.get(LOG_LEVEL)
-    info = meta.get(CLIENT_INFO)
-    try:
-        head.client_info = msgspec.convert(info, Implementation) if isinstance(info, dict) else None
-    except (msgspec.ValidationError, RecursionError):
-        head.client_info = None
+    def answers(self) -> tuple[dict[str, Any] | None, str | None]:
+        """A modern retry's ``inputResponses`` and ``requestState`` (None when absent).
+        Raises ``McpError(-32602)`` when they have the wrong type or cannot be decoded."""
+        responses, state = self.input_responses, self.request_state
+        return (None if responses is UNSET else responses), (None if state is UNSET else state)
 
 
-def read_head(rid: int | str, method: str, params: msgspec.Raw) -> RequestHead:
-    """The head of request ``rid`` (``method``, raw ``params``: empty when absent), from
-    one decode of ``params``. Never raises: params it cannot decode give a head that
-    decodes each part when it is first read, as the layer reading it always did."""
+_decode_head: Final = msgspec.json.Decoder(RequestHead).decode
+
+
+def read_head(params: msgspec.Raw) -> RequestHead:
+    """The head of a request's raw ``params`` (empty when absent), from one decode.
+    Never raises: params it cannot decode give a head whose methods decode, when first
+    asked, what their layer always decoded."""
     if not params:
-        return RequestHead(rid, method, params, _NOTHING)
+        return RequestHead()
     try:
-        members = _decode_members(params)
+        return _decode_head(params)
     except _UNREADABLE:
-        return _Salvaged(rid, method, params)
-    return RequestHead(rid, method, params, members)
+        return _Salvaged(params=params)
 
 
 # --- params the one pass could not decode ---------------------------------------------------------
 #
 # Each part is decoded as the layer that reads it decoded it before the head existed, and
-# only when it is first read: a layer that refuses the request stops the others from
+# only when it is first asked for: a layer that refuses the request stops the others from
 # decoding anything more of it.
 
 
@@ -247,83 +218,70 @@ def _invalid(exc: BaseException, limit: int, status: int | None = None) -> McpEr
 
 
 class _Salvaged(RequestHead):
-    """The head of params the one pass could not decode: each group of attributes is
-    decoded on first use (``__getattr__`` runs only for a slot not set yet)."""
+    """The head of params the one pass could not decode: each part is decoded on first
+    use, as its layer decoded it, and kept in ``parts`` (its value, or its error)."""
 
-    __slots__ = ()
+    params: msgspec.Raw = msgspec.Raw()
+    parts: dict[str, Any] = {}
 
-    def __init__(self, rid: int | str, method: str, params: msgspec.Raw) -> None:
-        self.id = rid
-        self.method = method
-        self.params = params
+    complete: ClassVar[bool] = False
 
-    def __getattr__(self, name: str) -> Any:
-        fill = _GROUPS.get(name)
-        if fill is None:
-            raise AttributeError(name)
-        fill(self)
-        return object.__getattribute__(self, name)
+    def _part(self, key: str) -> Any:
+        try:
+            return self.parts[key]
+        except KeyError:
+            value = self.parts[key] = getattr(self, f"_read_{key}")()
+            return value
 
-    def _fill_version(self) -> None:
+    @property
+    def version(self) -> Any:
+        return self._part("version")
+
+    def _read_version(self) -> Any:
         """As the HTTP app routed: the version alone; never an error."""
         try:
             found = _decode_version(self.params).meta
         except _UNREADABLE:
-            found = None
-        self.version = found.version if found is not None else None
+            return None
+        return found.version if found is not None else None
 
-    def _fill_meta(self) -> None:
-        """As the dispatcher read ``_meta``: an object, or the error saying why not. May
-        raise what the decoder raises for bytes no engine checked (as the dispatcher did)."""
-        self.client_capabilities = self.client_info = self.log_level = None
-        self.meta = None
+    def read_meta(self) -> dict[str, Any] | None:
+        meta = self._part("meta")
+        if isinstance(meta, McpError):
+            raise meta
+        self.meta = meta  # what the properties of the client read
+        return meta  # type: ignore[no-any-return]
+
+    def _read_meta(self) -> dict[str, Any] | McpError | None:
+        """As the dispatcher read ``_meta``. Other exceptions propagate, as they did."""
         try:
-            meta = _decode_meta(self.params).meta
+            return _decode_meta(self.params).meta
         except msgspec.DecodeError as exc:  # ValidationError included
             text = str(exc)
             if text.startswith("Expected") and text.endswith("- at `$._meta`"):
-                self.meta_error = McpError(INVALID_PARAMS, "Invalid params: _meta must be an object")
-            else:
-                self.meta_error = _invalid(exc, 512)
-            return
+                return McpError(INVALID_PARAMS, "Invalid params: _meta must be an object")
+            return _invalid(exc, 512)
         except RecursionError as exc:
-            self.meta_error = _invalid(exc, 512)
-            return
-        self.meta_error = None
-        self.meta = meta
-        if meta is None:
-            self.version = None
-        else:
-            _read_meta(self, meta)  # the version too: what the version alone would have been
+            return _invalid(exc, 512)
 
-    def _fill_target(self) -> None:
-        """As the header check read its members: their values, or the error (HTTP 400).
-        May raise what the decoder raises for bytes no engine checked."""
-        try:
-            target = _decode_target(self.params)
-        except (msgspec.DecodeError, RecursionError) as exc:
-            self.name = self.uri = self.task_id = self.arguments = None
-            self.target_error = _invalid(exc, 256, status=400)
-            return
-        self.name, self.uri, self.task_id, self.arguments = target.name, target.uri, target.taskId, target.arguments
-        self.target_error = None
+    def target(self) -> tuple[Any, Any, Any, Any]:
+        target = self._part("target")
+        if isinstance(target, McpError):
+            raise target
+        return target  # type: ignore[no-any-return]
 
-    def _fill_answers(self) -> None:
-        """As the dispatcher read a modern retry's answers: their values, or the error."""
-        self.input_responses = self.request_state = None
+    def _read_target(self) -> tuple[Any, Any, Any, Any] | McpError:
+        """As the header check read its members (HTTP 400 when it could not)."""
         try:
-            answers = _decode_answers(self.params)
+            t = _decode_target(self.params)
         except (msgspec.DecodeError, RecursionError) as exc:
-            self.answers_error = _invalid(exc, 512)
-            return
-        responses, state = answers.input_responses, answers.request_state
-        self.input_responses = None if isinstance(responses, UnsetType) else responses
-        self.request_state = None if isinstance(state, UnsetType) else state
-        self.answers_error = None
+            return _invalid(exc, 256, status=400)
+        return t.name, t.uri, t.taskId, t.arguments
 
     def named(self) -> tuple[Any, Any] | None:
-        if self.target_error is None:
-            return self.name, self.uri
+        target = self._part("target")
+        if not isinstance(target, McpError):
+            return target[0], target[1]
         try:
             named = _decode_named(self.params)
         except (msgspec.DecodeError, RecursionError):
@@ -337,10 +295,17 @@ class _Salvaged(RequestHead):
             return None, None, {}
         return described.name, described.uri, described.meta if isinstance(described.meta, dict) else {}
 
+    def answers(self) -> tuple[dict[str, Any] | None, str | None]:
+        answers = self._part("answers")
+        if isinstance(answers, McpError):
+            raise answers
+        return answers  # type: ignore[no-any-return]
 
-_GROUPS: Final = {
-    "version": _Salvaged._fill_version,
-    **dict.fromkeys(("meta", "meta_error", "client_capabilities", "client_info", "log_level"), _Salvaged._fill_meta),
-    **dict.fromkeys(("name", "uri", "task_id", "arguments", "target_error"), _Salvaged._fill_target),
-    **dict.fromkeys(("input_responses", "request_state", "answers_error"), _Salvaged._fill_answers),
-}
+    def _read_answers(self) -> tuple[dict[str, Any] | None, str | None] | McpError:
+        """As the dispatcher read a modern retry's answers."""
+        try:
+            a = _decode_answers(self.params)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            return _invalid(exc, 512)
+        responses = None if isinstance(a.input_responses, UnsetType) else a.input_responses
+        return responses, None if isinstance(a.request_state, UnsetType) else a.request_state

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .errors import HEADER_MISMATCH, McpError, quoted
-from .head import RequestHead
+from .events import RequestReceived
 
 __all__ = [
     "NAMED_METHODS",
@@ -182,17 +182,20 @@ def _decode_request_header(value: str) -> str | None:
     return decode_header_value(value)
 
 
-def check_request_headers(headers: Mapping[str, str], head: RequestHead, rules_for: Callable[[str], HeaderRules]) -> None:
+def check_request_headers(
+    headers: Mapping[str, str], request: RequestReceived, rules_for: Callable[[str], HeaderRules]
+) -> None:
     """Check a modern request's mirrored headers (lower-case names) against its body
-    (server side): the body as its ``head`` reads it, whose ``version`` is the one its
-    ``_meta`` names. ``rules_for(tool)`` gives a tool's ``x-mcp-header`` annotations.
+    (server side), as its head reads it: the version is the one its ``_meta`` names.
+    ``rules_for(tool)`` gives a tool's ``x-mcp-header`` annotations.
 
     Raises ``McpError(-32020)`` (HTTP 400) naming the first header that is missing or
     does not match (values from the request quoted flattened, at most 256 bytes each), and
     ``McpError(-32602)`` (HTTP 400) for params that are valid JSON but cannot be decoded
     (a number out of range, nesting too deep).
     """
-    version, method = head.version, head.method
+    head, method = request.head, request.method
+    version = head.version
     header_version = headers.get("mcp-protocol-version")
     if header_version is None:
         raise _mismatch("missing MCP-Protocol-Version header")
@@ -206,19 +209,18 @@ def check_request_headers(headers: Mapping[str, str], head: RequestHead, rules_f
     field = NAMED_METHODS.get(method)
     if field is None:
         return
-    if head.target_error is not None:
-        raise head.target_error
-    body_name = head.name if field == "name" else head.uri if field == "uri" else head.task_id
+    name, uri, task_id, arguments = head.target()
+    body_name = name if field == "name" else uri if field == "uri" else task_id
     raw_name = headers.get("mcp-name")
     if raw_name is None:
         raise _mismatch("missing Mcp-Name header")
-    name = _decode_request_header(raw_name)
-    if name is None:
+    header_name = _decode_request_header(raw_name)
+    if header_name is None:
         raise _mismatch("Mcp-Name header has invalid characters or encoding")
-    if name != body_name:
-        raise _mismatch(f"Mcp-Name header {quoted(name)} does not match body value {quoted(body_name)}")
+    if header_name != body_name:
+        raise _mismatch(f"Mcp-Name header {quoted(header_name)} does not match body value {quoted(body_name)}")
     if method == "tools/call" and isinstance(body_name, str):
-        _check_param_headers(headers, rules_for(body_name), head.arguments)
+        _check_param_headers(headers, rules_for(body_name), arguments)
 
 
 def _check_param_headers(headers: Mapping[str, str], rules: HeaderRules, arguments: Any) -> None:

@@ -35,8 +35,7 @@ import msgspec
 
 from ..protocol import meta as meta_keys
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
-from ..protocol.events import RequestId
-from ..protocol.head import RequestHead
+from ..protocol.events import RequestId, RequestReceived
 from .peer import ProgressCallback
 
 if TYPE_CHECKING:
@@ -302,7 +301,7 @@ def _is_tool_error(raw: Any) -> bool:
 
 # --- the server side ----------------------------------------------------------------------------
 
-#: ``Dispatcher.serve(head, *, session, outbound)``.
+#: ``Dispatcher.serve(request, *, session, outbound)``.
 ServerHandle = Callable[..., Awaitable[Any]]
 
 
@@ -312,11 +311,11 @@ def trace_server_requests(handle: ServerHandle, setting: TracingOption, modern_o
     ``modern_ok()`` says whether the server serves modern requests (else a request's
     modern ``_meta`` does not make it modern)."""
 
-    def traced(head: RequestHead, **kwargs: Any) -> Awaitable[Any]:
+    def traced(request: RequestReceived, **kwargs: Any) -> Awaitable[Any]:
         tracer = active_tracer(setting)
         if tracer is None:
-            return handle(head, **kwargs)
-        return _server_span(tracer, handle, modern_ok, head, kwargs)
+            return handle(request, **kwargs)
+        return _server_span(tracer, handle, modern_ok, request, kwargs)
 
     return traced
 
@@ -325,16 +324,16 @@ async def _server_span(
     tracer: Tracer,
     handle: ServerHandle,
     modern_ok: Callable[[], bool],
-    head: RequestHead,
+    request: RequestReceived,
     kwargs: dict[str, Any],
 ) -> Any:
     from opentelemetry import propagate
     from opentelemetry.trace import SpanKind
 
-    name, uri, meta = head.described()  # None names and no context for params that cannot be decoded
+    name, uri, meta = request.head.described()  # None names and no context for params that cannot be decoded
     parent = propagate.extract(meta, getter=_MetaGetter()) if meta else None  # type: ignore[arg-type]
-    span_name, attrs = _describe(head.method, name, uri)
-    attrs["jsonrpc.request.id"] = _request_id(head.id)
+    span_name, attrs = _describe(request.method, name, uri)
+    attrs["jsonrpc.request.id"] = _request_id(request.id)
     modern_version = meta.get(meta_keys.PROTOCOL_VERSION)
     with tracer.start_as_current_span(
         span_name,
@@ -345,7 +344,7 @@ async def _server_span(
         set_status_on_exception=False,
     ) as span:
         try:
-            result = await handle(head, **kwargs)
+            result = await handle(request, **kwargs)
         except BaseException as exc:
             _record_error(span, exc)
             raise

@@ -39,6 +39,7 @@ from ..protocol.errors import (
     echo,
     flatten_text,
 )
+from ..protocol.events import RequestReceived
 from ..protocol.head import RequestHead
 from ..protocol.interactive import MRTR_METHODS
 from ..protocol.tasks import TASK_RESULT, Task, TaskIdParams, UpdateTaskParams
@@ -102,6 +103,18 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
 _decoders: dict[type, Any] = {}
 
 
+def _typed(head: RequestHead, raw: msgspec.Raw, tp: type[Any]) -> Any:
+    """The method's own params, of type ``tp``: from the head when it holds them all
+    (``tools/call``, ``resources/read``: its typed members are what a decode of ``tp``
+    would give), else decoded from ``raw`` (as :func:`_decode` raises)."""
+    if head.complete:
+        if tp is CallToolParams and isinstance(head.name, str):
+            return CallToolParams(name=head.name, arguments=head.arguments)
+        if tp is ReadResourceParams and isinstance(head.uri, str):
+            return ReadResourceParams(uri=head.uri)
+    return _decode(raw, tp)
+
+
 def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
     """``raw`` params decoded as ``tp``. Raises ``McpError(-32602)`` for params of the
     wrong shape and for valid JSON that cannot be represented (a number out of range,
@@ -141,37 +154,35 @@ class Dispatcher:
         """The revisions of the eras served, newest first."""
         return [version for policy in self.registry.settings.policies for version in policy.versions]
 
-    async def serve(self, head: RequestHead, *, session: Session, outbound: Outbound) -> Any:
-        """Serve one request (its ``head``); returns the result or raises
-        :class:`McpError`. Only ``CancelledError`` propagates otherwise (the handler is
-        cancelled with it)."""
-        method = head.method
-        if head.meta_error is not None:
-            raise head.meta_error
+    async def serve(self, request: RequestReceived, *, session: Session, outbound: Outbound) -> Any:
+        """Serve one request; returns the result or raises :class:`McpError`. Only
+        ``CancelledError`` propagates otherwise (the handler is cancelled with it)."""
+        method = request.method
+        head = request.head
+        meta = head.read_meta()
         policy, version, caps, info, level = self._resolve(method, head, session)
         if method in policy.foreign_methods:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         if method == "initialize":  # the handshake: no handler, no middleware
-            return self._initialize(head.params, session)
+            return self._initialize(request.params, session)
         spec = self._methods.get(method)
         if spec is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         params_type, handler = spec
-        params = _decode(head.params, params_type)
+        params = _typed(head, request.params, params_type)
         registry = self.registry
         settings = registry.settings
         asker = self._asker(policy, method, params, head, outbound)
         call = Call(session, outbound, asker, policy)
-        meta = head.meta
         ctx = Context(
-            request_id=head.id,
+            request_id=request.id,
             method=method,
             policy=policy,
             protocol_version=version,
             client_info=info,
             client_capabilities=caps,
             meta=meta if meta is not None else {},
-            raw_params=head.params,
+            raw_params=request.params,
             outbound=call,
             log_level=level,
             max_text=settings.max_error_text,
@@ -206,8 +217,7 @@ class Dispatcher:
             return LiveAsker(outbound)
         if method not in MRTR_METHODS:
             return NoAsker(method)
-        if head.answers_error is not None:
-            raise head.answers_error
+        responses, state = head.answers()
 
         def salient() -> dict[str, Any]:
             return {name: msgspec.to_builtins(getattr(params, name)) for name in params.__struct_fields__}
@@ -215,7 +225,7 @@ class Dispatcher:
         identity = CURRENT.get()  # the state is bound to who asked, when authorization says
         subject = identity.principal if identity is not None else None
         sealer = self.registry.settings.state_sealer
-        return ReplayAsker(sealer, method, salient, head.input_responses, head.request_state, subject)
+        return ReplayAsker(sealer, method, salient, responses, state, subject)
 
     def _wire_error(self, exc: BaseException, policy: EraPolicy, method: str) -> McpError:
         """The error to answer with for an exception from a handler or middleware."""

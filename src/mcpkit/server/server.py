@@ -21,7 +21,6 @@ import msgspec
 from ..protocol.eras import MODERN
 from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
 from ..protocol.events import RequestId, RequestReceived
-from ..protocol.head import RequestHead, read_head
 from ..protocol.headers import HeaderRules
 from ..protocol.request_state import StateSealer
 from ..protocol.types import Implementation
@@ -174,17 +173,17 @@ class Server(Registration):
     def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
         """The scopes the tool, prompt or resource a request names requires (those given
         with ``scopes=`` when it was registered); empty otherwise."""
-        return self._request_scopes(read_head(0, method, raw_params))  # the id is not read
+        return self._request_scopes(RequestReceived(0, method, raw_params))  # the id is not read
 
-    def _request_scopes(self, head: RequestHead) -> tuple[str, ...]:
-        """:meth:`scopes_for` from a request's head (the transports' form: the
-        ``RequestHandler`` protocol). Never raises."""
-        if not self._registry.scopes or head.method not in _SCOPED_METHODS:
+    def _request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
+        """:meth:`scopes_for` of a received request, from its head (the transports' form:
+        the ``RequestHandler`` protocol). Never raises."""
+        if not self._registry.scopes or request.method not in _SCOPED_METHODS:
             return ()
-        named = head.named()
+        named = request.head.named()
         if named is None:
             return ()  # the dispatcher answers the malformed params
-        return self._registry.scopes_for(head.method, {"name": named[0], "uri": named[1]})
+        return self._registry.scopes_for(request.method, {"name": named[0], "uri": named[1]})
 
     def all_scopes(self) -> set[str]:
         """Every scope some feature requires."""
@@ -259,13 +258,14 @@ class Server(Registration):
         only ``CancelledError`` propagates otherwise. ``session`` comes from
         :meth:`new_session`; notifications the handler sends go through ``outbound``.
         """
-        return await self._dispatcher.serve(read_head(request_id, method, raw_params), session=session, outbound=outbound)
+        request = RequestReceived(request_id, method, raw_params)
+        return await self._dispatcher.serve(request, session=session, outbound=outbound)
 
-    async def _serve_request(self, head: RequestHead, *, session: Any, outbound: Outbound) -> Any:
-        """:meth:`handle` for a request whose head a transport has read already (the
-        ``RequestHandler`` protocol): its params are not decoded again. Raises as
-        :meth:`handle` does; cancellation cancels the handler."""
-        return await self._dispatcher.serve(head, session=session, outbound=outbound)
+    async def _serve_request(self, request: RequestReceived, *, session: Any, outbound: Outbound) -> Any:
+        """:meth:`handle` for a request a transport has received, whose head it may have
+        read already (the ``RequestHandler`` protocol): its params are not decoded again.
+        Raises as :meth:`handle` does; cancellation cancels the handler."""
+        return await self._dispatcher.serve(request, session=session, outbound=outbound)
 
     # --- serving -----------------------------------------------------------------------------
 
@@ -334,7 +334,7 @@ class Server(Registration):
         session = Session()
 
         async def on_request(ev: RequestReceived) -> Any:
-            return await self._dispatcher.serve(ev.head, session=session, outbound=peer)
+            return await self._dispatcher.serve(ev, session=session, outbound=peer)
 
         def on_notification(method: str, params: msgspec.Raw) -> None:
             if method != "notifications/initialized":

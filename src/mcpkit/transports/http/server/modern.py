@@ -73,7 +73,7 @@ class ModernEndpoint:
         try:
             if known or headers.get("mcp-protocol-version") != version:
                 try:
-                    check_request_headers(headers, head, self._handler.header_rules)
+                    check_request_headers(headers, request, self._handler.header_rules)
                 except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
                     raise McpError(INVALID_PARAMS, "Invalid params: they cannot be decoded", status=400) from exc
         except McpError as err:
