@@ -47,7 +47,7 @@ __all__ = ["RequestHead", "read_head"]
 _UNREADABLE: Final = (msgspec.MsgspecError, RecursionError, ValueError)
 
 
-class RequestHead(msgspec.Struct):
+class RequestHead(msgspec.Struct, gc=False):
     """What one request's params say, for every layer that serves it (see the module).
 
     Fields, as decoded: ``meta`` (the ``_meta`` object, None when absent), ``name``,
@@ -57,6 +57,9 @@ class RequestHead(msgspec.Struct):
     properties, which give what that layer read before the head existed, also for params
     the one pass could not decode: then ``complete`` is False and the fields are not to
     be read. Nothing here raises but what a method's docstring says.
+
+    Not tracked by the garbage collector (``gc=False``): a head holds decoded JSON only,
+    which cannot refer back to it, and a request makes one.
     """
 
     meta: dict[str, Any] | None = field(default=None, name="_meta")
@@ -209,6 +212,10 @@ _decode_answers: Final = msgspec.json.Decoder(_Answers).decode
 _decode_described: Final = msgspec.json.Decoder(_Described).decode
 
 
+def _copy(error: McpError) -> McpError:
+    return McpError(error.code, error.message, error.data, status=error.status)
+
+
 def _invalid(exc: BaseException, limit: int, status: int | None = None) -> McpError:
     """The -32602 for params a decoder refused with ``exc`` (its reason flattened, at
     most ``limit`` bytes)."""
@@ -219,7 +226,8 @@ def _invalid(exc: BaseException, limit: int, status: int | None = None) -> McpEr
 
 class _Salvaged(RequestHead):
     """The head of params the one pass could not decode: each part is decoded on first
-    use, as its layer decoded it, and kept in ``parts`` (its value, or its error)."""
+    use, as its layer decoded it, and kept in ``parts`` (its value, or its error: raised
+    as a copy, so that no traceback held here can refer back to the head)."""
 
     params: msgspec.Raw = msgspec.Raw()
     parts: dict[str, Any] = {}
@@ -248,7 +256,7 @@ class _Salvaged(RequestHead):
     def read_meta(self) -> dict[str, Any] | None:
         meta = self._part("meta")
         if isinstance(meta, McpError):
-            raise meta
+            raise _copy(meta)
         self.meta = meta  # what the properties of the client read
         return meta  # type: ignore[no-any-return]
 
@@ -267,7 +275,7 @@ class _Salvaged(RequestHead):
     def target(self) -> tuple[Any, Any, Any, Any]:
         target = self._part("target")
         if isinstance(target, McpError):
-            raise target
+            raise _copy(target)
         return target  # type: ignore[no-any-return]
 
     def _read_target(self) -> tuple[Any, Any, Any, Any] | McpError:
@@ -298,7 +306,7 @@ class _Salvaged(RequestHead):
     def answers(self) -> tuple[dict[str, Any] | None, str | None]:
         answers = self._part("answers")
         if isinstance(answers, McpError):
-            raise answers
+            raise _copy(answers)
         return answers  # type: ignore[no-any-return]
 
     def _read_answers(self) -> tuple[dict[str, Any] | None, str | None] | McpError:
