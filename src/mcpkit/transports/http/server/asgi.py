@@ -5,7 +5,11 @@ the request's headers and path as every layer reads them, the app's paths
 
 The app is a stack of small ASGI middleware around the MCP endpoint (``transports/http/
 app.py`` builds it): each layer checks one thing and either answers, raises
-:class:`Reject`, or calls the app it wraps. A :class:`Reject` raised anywhere below
+:class:`Reject`, or calls the app it wraps. A layer that only checks (and may raise)
+before passing the request on is a plain function returning what the app it wraps
+returns, not a coroutine of its own: every request crosses the whole stack, and each
+coroutine layer is one more frame to create and to resume at every wait. (The outermost
+app, which ASGI servers inspect, stays an ``async def``.) A :class:`Reject` raised anywhere below
 :class:`Refusals` becomes its plain response there — a status with a one-line text body
 (or a JSON-RPC error body), before any JSON-RPC parsing when it comes from a check — and
 any other exception a logged 500 with a JSON-RPC -32603 body, never the ASGI server's
@@ -124,10 +128,10 @@ class Paths:
         self.app = app
         self.paths = frozenset(paths) if paths is not None else None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if self.paths is not None and local_path(scope) not in self.paths:
             raise Reject(404, "Not Found")
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
 
 def request_headers(scope: Scope) -> Headers:

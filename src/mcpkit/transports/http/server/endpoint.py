@@ -24,6 +24,8 @@ sessions and routes what the client sends for another node. Every refusal is a
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import msgspec
 
 from ....protocol.engine import Engine
@@ -85,23 +87,23 @@ class McpEndpoint:
         #: nothing (a request it reads is handed on at once to the engine that serves it).
         self._probe = Engine(max_error_text=handler.max_error_text)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one request. Raises :class:`~.asgi.Reject`: 405 (with ``Allow``) for
-        another method, 503 for a GET once draining, and what :meth:`post` and the
-        legacy era raise. Cancellation propagates, except where an exchange answers
-        the requests the server's shutdown cuts (:mod:`.shutdown`)."""
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Serve one request (what to await: the method's own coroutine). Raises
+        :class:`~.asgi.Reject`: 405 (with ``Allow``) for another method, 503 for a GET
+        once draining, and what :meth:`post` and the legacy era raise. Cancellation
+        propagates, except where an exchange answers the requests the server's shutdown
+        cuts (:mod:`.shutdown`)."""
         method = scope["method"]
         headers = request_headers(scope)
         if method == "POST":
-            await self.post(receive, send, headers)
-        elif method == "GET":
+            return self.post(receive, send, headers)
+        if method == "GET":
             if self.draining:
                 raise Reject(503, "Service Unavailable: shutting down", [(b"retry-after", b"5")])
-            await self._legacy.get(receive, send, headers)
-        elif method == "DELETE":
-            await self._legacy.delete(send, headers)
-        else:
-            raise Reject(405, "Method Not Allowed", [(b"allow", b"GET, POST, DELETE")])
+            return self._legacy.get(receive, send, headers)
+        if method == "DELETE":
+            return self._legacy.delete(send, headers)
+        raise Reject(405, "Method Not Allowed", [(b"allow", b"GET, POST, DELETE")])
 
     # --- the app's lifespan ------------------------------------------------------------------
 

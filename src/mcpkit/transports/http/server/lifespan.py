@@ -28,7 +28,7 @@ start that failed answers every request 503.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -167,7 +167,11 @@ class StartOnFirstRequest:
         self.app = app
         self._lifespan = lifespan
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if not self._lifespan.running:
-            await self._lifespan.ensure_started()
+            return self._start_first(scope, receive, send)
+        return self.app(scope, receive, send)
+
+    async def _start_first(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._lifespan.ensure_started()
         await self.app(scope, receive, send)
