@@ -24,6 +24,7 @@ protocol eras. The statuses and text bodies of refusals are listed in docs/http.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any, Final
@@ -48,6 +49,7 @@ __all__ = [
     "local_path",
     "json_error",
     "accepts",
+    "accepts_json_and_sse",
     "read_body",
     "safe_send",
     "send_json",
@@ -71,6 +73,10 @@ Headers = Mapping[str, str]
 _log = logging.getLogger("mcpkit.http")
 #: Where :func:`request_headers` keeps a request's decoded headers in its scope.
 _HEADERS_KEY: Final = "mcpkit.headers"
+#: Header names as :func:`request_headers` gives them, by their bytes: the same few on
+#: every request. Bounded (names come from clients): past the bound, names are decoded.
+_NAMES: dict[bytes, str] = {}
+_MAX_NAMES: Final = 256
 
 SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
@@ -140,8 +146,16 @@ def request_headers(scope: Scope) -> Headers:
     differ). Decoded once, at the first layer that asks, and kept in ``scope``."""
     headers: Headers | None = scope.get(_HEADERS_KEY)
     if headers is None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())}
-        scope[_HEADERS_KEY] = headers
+        names = _NAMES
+        decoded: dict[str, str] = {}
+        for k, v in scope.get("headers", ()):
+            name = names.get(k) if type(k) is bytes else None
+            if name is None:
+                name = k.decode("latin-1").lower()
+                if type(k) is bytes and len(names) < _MAX_NAMES:
+                    names[k] = name
+            decoded[name] = v.decode("latin-1").strip(" \t")
+        headers = scope[_HEADERS_KEY] = decoded
     return headers
 
 
@@ -158,6 +172,13 @@ def local_path(scope: Scope) -> str:
 def json_error(rid: RequestId | None, error: McpError) -> bytes:
     """A JSON-RPC error response to request ``rid``."""
     return encode({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()})
+
+
+@functools.lru_cache(maxsize=256)  # bounded: the value comes from a header anyone can send
+def accepts_json_and_sse(accept: str) -> bool:
+    """Whether an ``Accept`` header value allows both JSON and SSE (what a POST needs).
+    Cached: clients send the same value on every request."""
+    return accepts(accept, "application/json") and accepts(accept, "text/event-stream")
 
 
 def accepts(accept: str, kind: str) -> bool:

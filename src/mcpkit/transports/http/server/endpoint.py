@@ -40,7 +40,7 @@ from .asgi import (
     Reject,
     Scope,
     Send,
-    accepts,
+    accepts_json_and_sse,
     json_error,
     read_body,
     request_headers,
@@ -145,7 +145,7 @@ class McpEndpoint:
         if ctype != "application/json":
             raise Reject(415, "Unsupported Media Type: use Content-Type: application/json")
         accept = headers.get("accept")
-        if accept is not None and not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+        if accept is not None and not accepts_json_and_sse(accept):
             raise Reject(406, "Not Acceptable: Accept must allow application/json and text/event-stream")
         try:
             body = await read_body(receive, headers, self.max_body_size, self.body_timeout)
