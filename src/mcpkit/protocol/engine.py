@@ -212,7 +212,7 @@ class Engine:
     def adopt(self, request: RequestReceived) -> RequestReceived | Reply:
         """Take over ``request``, which another engine parsed and no longer holds: the
         request, now in progress here, or the error :meth:`receive` answers when its id
-        is in use by a request in progress here."""
+        is in use by a request in progress here. Never raises."""
         if not self.track(request.id):
             return Reply(_error_bytes(request.id, INVALID_REQUEST, _ID_IN_USE))
         return request

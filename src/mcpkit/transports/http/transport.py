@@ -237,8 +237,9 @@ class HttpTransport:
         self._carry(data, method, UNSET if rid is None else rid, params, data)
 
     def _carry(self, data: bytes, method: str, rid: Any, params: dict[str, Any] | None, built: bytes | None) -> None:
-        """POST request or notification ``data`` (``rid`` UNSET) in its era; ``built``
-        is ``data`` when ``params`` are the caller's, not decoded from it."""
+        """POST request or notification ``data`` (``rid`` UNSET) in its era, in a task;
+        ``built`` is ``data`` when ``params`` are the caller's, not decoded from it.
+        Never blocks, never raises."""
         era: EraMessage = self._modern.claim(params, built) or self._legacy.claim(params)
         if rid is UNSET:
             if method == "notifications/cancelled":

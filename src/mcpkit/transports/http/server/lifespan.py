@@ -173,5 +173,7 @@ class StartOnFirstRequest:
         return self.app(scope, receive, send)
 
     async def _start_first(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Start the lifespan, then serve. Raises what :meth:`Lifespan.ensure_started`
+        raises (``Reject`` 503 after a failed start); cancellation propagates."""
         await self._lifespan.ensure_started()
         await self.app(scope, receive, send)
