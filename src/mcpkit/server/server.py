@@ -333,8 +333,9 @@ class Server(Registration):
         and closes the transport."""
         session = Session()
 
-        async def on_request(ev: RequestReceived) -> Any:
-            return await self._dispatcher.serve(ev, session=session, outbound=peer)
+        def on_request(ev: RequestReceived) -> Awaitable[Any]:
+            # what the Peer awaits, inside its own error handling: no coroutine of our own per request
+            return self._dispatcher.serve(ev, session=session, outbound=peer)
 
         def on_notification(method: str, params: msgspec.Raw) -> None:
             if method != "notifications/initialized":
