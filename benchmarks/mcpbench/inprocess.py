@@ -15,11 +15,21 @@ the worker threads of plain ``def`` tools) per operation:
 
 Rounds alternate between the interpreters (each child is a fresh process); figures are
 medians with min–max over rounds. ``python benchmarks/run.py inprocess``.
+
+With ``--instructions`` each child runs under valgrind (``cachegrind``, no cache
+simulation) for a fixed number of operations instead of a time, twice (N and 6 N
+operations, after the same warm-up), and the figure is the instructions executed per
+operation (the difference over 5 N): what the machine's load, which changes CPU time by
+tens of percent on a shared machine, does not change. One round is enough: two runs
+differ by a few instructions per operation. It takes minutes (valgrind runs Python about
+50 times slower) and needs ``valgrind`` on the PATH.
 """
 
 import argparse
 import asyncio
 import json
+import os
+import re
 import statistics
 import subprocess
 import time
@@ -43,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seconds", type=float, default=2.0, help="measured seconds per measurement (after 0.3 s unmeasured)")
     p.add_argument("--baseline-python", metavar="PYTHON", help="also measure the mcpkit this interpreter imports")
+    p.add_argument("--instructions", action="store_true", help="count instructions per operation under valgrind instead")
 
 
 # --- the parent: rounds, interleaved -----------------------------------------------------------------
@@ -51,6 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, python: str) -> int:
     chosen = args.only.split(",") if args.only else list(WORKLOADS)
     pythons = {"mcpkit": python, **({"baseline": args.baseline_python} if args.baseline_python else {})}
+    if args.instructions:
+        return _instructions(chosen, pythons)
     rows: dict[str, dict[str, list[float]]] = {w: {name: [] for name in pythons} for w in chosen}
     for r in range(args.rounds):
         for workload in chosen:
@@ -72,6 +85,39 @@ def main(args: argparse.Namespace, python: str) -> int:
     return 0
 
 
+def _instructions(chosen: list[str], pythons: dict[str, str]) -> int:
+    """One valgrind count per workload and interpreter; prints the table."""
+    print("| workload | tree | instructions per operation | this tree ÷ baseline |")
+    print("| --- | --- | --- | --- |")
+    for workload in chosen:
+        counts: dict[str, int] = {}
+        n = 320 if workload.startswith("asgi_") else 200  # a multiple of the 16 clients
+        for name, py in pythons.items():
+            counts[name] = (_valgrind(py, workload, 6 * n) - _valgrind(py, workload, n)) // (5 * n)
+            log(f"  {workload:>22} {name:>8}: {counts[name]:,} instructions per operation")
+        for name, count in counts.items():
+            ratio = f"{count / counts['baseline']:.4f}" if "baseline" in counts and name != "baseline" else ""
+            print(f"| {workload} | {name} | {count:,} | {ratio} |")
+    return 0
+
+
+def _valgrind(python: str, workload: str, ops: int) -> int:
+    """The instructions a child executes running ``ops`` operations (and its start-up)."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from mcpbench import inprocess;"
+        " inprocess.count(sys.argv[2], int(sys.argv[3]))"
+    )
+    here = str(Path(__file__).resolve().parents[1])
+    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes", "--cachegrind-out-file=/dev/null"]
+    argv += [python, "-c", code]
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}  # both runs alike: no .pyc written by one
+    proc = subprocess.run([*argv, here, workload, str(ops)], capture_output=True, text=True, check=False, env=env)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"{workload} on {python} under valgrind failed:\n{proc.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
 def _child(python: str, workload: str, seconds: float) -> dict[str, Any]:
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from mcpbench import inprocess;"
@@ -86,6 +132,21 @@ def _child(python: str, workload: str, seconds: float) -> dict[str, Any]:
 
 
 # --- the child: one workload, one interpreter -----------------------------------------------------------
+
+
+def count(workload: str, ops: int) -> None:
+    """Run ``workload`` for 100 operations unmeasured, then ``ops`` operations (under
+    valgrind, which counts what this process executes)."""
+    asyncio.run(_count(workload, ops))
+
+
+async def _count(workload: str, ops: int) -> None:
+    op = await (_memory(workload) if workload.startswith("mem_") else _asgi(workload))
+    for _ in range(100):
+        await op()
+    done = 0
+    while done < ops:
+        done += await op()
 
 
 def child(workload: str, seconds: float) -> None:
