@@ -3,7 +3,9 @@
 Configuration comes from the environment: ``REDIS_URL`` (unset: one node, its state in
 this process), ``MCP_STATE_KEY`` (the same secret on every node: it signs the modern
 era's requestState; needed as soon as there are two), ``ALLOWED_HOSTS`` (comma-separated
-``Host`` values clients use), ``HOST`` and ``PORT``. Run one node with ``python app.py``,
+``Host`` values clients use), ``PROBE_HOSTS`` (comma-separated ``Host`` values or networks
+that health probes use besides, e.g. ``10.0.0.0/8`` for probes by the pod's address),
+``HOST`` and ``PORT``. Run one node with ``python app.py``,
 or several workers of one machine with
 ``uvicorn app:app --workers 4 --timeout-graceful-shutdown 5`` (with REDIS_URL).
 """
@@ -18,6 +20,7 @@ from mcpkit import Context, RedisStore, Server
 REDIS_URL = os.environ.get("REDIS_URL")
 STATE_KEY = os.environ.get("MCP_STATE_KEY")
 HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h] or None
+PROBES = [h for h in os.environ.get("PROBE_HOSTS", "").split(",") if h] or None
 
 shared: dict[str, Any] = {}
 if REDIS_URL:
@@ -42,7 +45,7 @@ async def confirm(ctx: Context, action: str) -> str:
     return f"{action}: {'done' if agreed else 'skipped'}"
 
 
-app = server.asgi_app(health_path="/healthz", allowed_hosts=HOSTS, **shared)
+app = server.asgi_app(health_path="/healthz", allowed_hosts=HOSTS, probe_hosts=PROBES, **shared)
 
 if __name__ == "__main__":
     from mcpkit.transports.http.server.uvicorn import run_uvicorn

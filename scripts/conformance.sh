@@ -4,20 +4,21 @@
 #   bash scripts/conformance.sh                                  # every leg
 #   bash scripts/conformance.sh server@2026-07-28 client@bare    # only these legs
 #
-# A leg is a side and a revision. The sides: server (examples/everything_server.py as it
-# is: JSON answers unless a notification comes first), server-sse (the same server with
-# --sse: every answer an SSE stream) and client (examples/conformance_client.py). The
+# A leg is a side and a revision. The sides: server (scripts/conformance/everything_server.py
+# as it is: JSON answers unless a notification comes first), server-sse (the same server with
+# --sse: every answer an SSE stream) and client (scripts/conformance/conformance_client.py). The
 # revisions: 2025-11-25, 2026-07-28, or bare (the suite's own choice per scenario: most
 # run at 2025-11-25, modern-only ones and the extensions at 2026-07-28). Every leg runs
 # the suite's whole scenario list (--suite all), filtered by the suite to what applies
 # at that revision.
 #
-# 1. Installs Node 22 and @modelcontextprotocol/conformance, pinned with their dependencies
-#    in scripts/conformance/package-lock.json, into .cache/conformance/ (git-ignored) when
-#    missing or when the lock file changed (npm ci; needs npm and the npm registry).
-# 2. Starts examples/everything_server.py on a free loopback port (and a second one with
-#    --sse) and runs the server scenarios against http://127.0.0.1:PORT/mcp.
-# 3. Runs the client scenarios with examples/conformance_client.py as the client command.
+# 1. Finds Node 22 and @modelcontextprotocol/conformance, pinned with their dependencies
+#    in scripts/conformance/package-lock.json, in .cache/conformance/ (git-ignored), where
+#    scripts/setup_tests.py installs them (npm ci; again when the lock file changed); stops
+#    with exit 2, saying to run it, when they are missing or stale.
+# 2. Starts scripts/conformance/everything_server.py on a free loopback port (and a second
+#    one with --sse) and runs the server scenarios against http://127.0.0.1:PORT/mcp.
+# 3. Runs the client scenarios with scripts/conformance/conformance_client.py as the client.
 # 4. Prints the suite's totals per leg and compares each scenario's outcome with
 #    scripts/conformance-expected-failures.txt (scripts/conformance_check.py).
 #
@@ -50,19 +51,12 @@ die() {
     exit 2
 }
 
-install_suite() {
+require_suite() {
     local stamp="$CACHE/installed-package-lock.json"
     if [[ -x "$NODE" && -f "$SUITE" ]] && cmp -s "$PIN/package-lock.json" "$stamp"; then
         return
     fi
-    command -v npm >/dev/null || die "npm is needed to install the suite"
-    echo "Installing Node 22 and the conformance suite into $NPM_DIR ..."
-    rm -rf "$NPM_DIR" "$stamp"
-    mkdir -p "$NPM_DIR"
-    cp "$PIN/package.json" "$PIN/package-lock.json" "$NPM_DIR/"
-    (cd "$NPM_DIR" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed"
-    [[ -x "$NODE" && -f "$SUITE" ]] || die "the install did not produce $NODE and $SUITE"
-    cp "$PIN/package-lock.json" "$stamp"
+    die "the pinned suite is not installed in $NPM_DIR (or its lock file changed): run \`python scripts/setup_tests.py\` first"
 }
 
 declare -A URLS=()       # side -> the URL of its server
@@ -88,14 +82,14 @@ start_server() { # side, then the server's extra arguments
     local side=$1 port pid
     shift
     port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    "$PYTHON" "$ROOT/examples/everything_server.py" --port "$port" "$@" >"$RUN/$side.server.log" 2>&1 &
+    "$PYTHON" "$PIN/everything_server.py" --port "$port" "$@" >"$RUN/$side.server.log" 2>&1 &
     pid=$!
     SERVER_PIDS[$side]=$pid
     for _ in $(seq 200); do
         kill -0 "$pid" 2>/dev/null || die "the $side server exited at start (see $RUN/$side.server.log)"
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
             URLS[$side]="http://127.0.0.1:$port/mcp"
-            echo "Server under test ($side): ${URLS[$side]} (examples/everything_server.py --port $port $*)"
+            echo "Server under test ($side): ${URLS[$side]} (scripts/conformance/everything_server.py --port $port $*)"
             return
         fi
         sleep 0.1
@@ -114,7 +108,7 @@ run_leg() {
         "$NODE" "$SUITE" server --url "${URLS[$side]}" "${args[@]}" >"$RUN/$leg.log" 2>&1 || status=$?
     else
         # The suite splits --command on spaces and appends the mock server's URL.
-        "$NODE" "$SUITE" client --command "$PYTHON $ROOT/examples/conformance_client.py" "${args[@]}" \
+        "$NODE" "$SUITE" client --command "$PYTHON $PIN/conformance_client.py" "${args[@]}" \
             >"$RUN/$leg.log" 2>&1 || status=$?
     fi
     # The suite's exit status only says that something failed; the list decides what counts.
@@ -130,7 +124,7 @@ main() {
     done
     [[ "$ROOT" != *" "* ]] || die "the checkout's path has a space; the suite's --command cannot quote it"
     local started=$SECONDS
-    install_suite
+    require_suite
     echo "Node $("$NODE" --version), @modelcontextprotocol/conformance $("$NODE" "$SUITE" --version)"
     rm -rf "$RUN"
     mkdir -p "$RUN"

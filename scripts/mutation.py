@@ -47,22 +47,27 @@ class Target:
 TARGETS: dict[str, Target] = {
     "engine": Target(
         "src/mcpkit/protocol/engine.py",
-        ("tests/test_engine.py", "tests/test_engine_edges.py"),
+        ("tests/unit/protocol/test_engine.py", "tests/unit/protocol/test_engine_edges.py"),
         0.95,
     ),
     "errors": Target(
         "src/mcpkit/protocol/errors.py",
-        ("tests/test_flatten.py", "tests/test_error_values.py", "tests/test_engine_edges.py", "tests/test_error_mapping.py"),
+        (
+            "tests/unit/protocol/test_flatten.py",
+            "tests/unit/protocol/test_error_values.py",
+            "tests/unit/protocol/test_engine_edges.py",
+            "tests/unit/protocol/test_error_mapping.py",
+        ),
         0.95,
     ),
     "wire_errors": Target(
         "src/mcpkit/protocol/wire_errors.py",
-        ("tests/test_error_mapping.py", "tests/test_server_errors.py"),
+        ("tests/unit/protocol/test_error_mapping.py", "tests/unit/server/test_errors.py"),
         0.95,
     ),
     "validate": Target(
         "src/mcpkit/server/validate.py",
-        ("tests/test_validator_bounds.py", "tests/test_validator_differential.py"),
+        ("tests/unit/server/test_validator_reasons.py", "tests/unit/server/test_validator_differential.py"),
         0.90,
         # The generated cases are a net for disagreements; a mutant is killed by the examples.
         # 1,000 cases per surviving mutant would make this module alone take half an hour.
@@ -70,7 +75,7 @@ TARGETS: dict[str, Target] = {
     ),
     "cursors": Target(
         "src/mcpkit/protocol/cursors.py",
-        ("tests/test_error_mapping.py", "tests/test_server_features.py"),
+        ("tests/unit/protocol/test_error_mapping.py", "tests/unit/server/test_features.py"),
         0.90,
     ),
 }
@@ -127,7 +132,8 @@ def _pyproject_for(target: Target) -> str:
         + 'source_paths = ["src"]\n'
         + f'only_mutate = ["{target.source}"]\n'
         + f"pytest_add_cli_args_test_selection = [{tests}]\n"
-        + 'pytest_add_cli_args = ["-p", "no:cacheprovider"]\n'
+        # in mutmut's own process, not on the suite's xdist workers (pyproject's addopts)
+        + 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-n0"]\n'
         # Workers fork from a process that only collected the tests: one that ran them holds
         # thread pools (sync handlers run in threads) whose threads a fork does not copy.
         + 'process_isolation = "forkserver"\n'

@@ -1,7 +1,10 @@
 """mcpkit: a Model Context Protocol SDK — server, client and transports.
 
-The public surface is what ``__all__`` lists, imported from here. The subpackages
-(``protocol``, ``runtime``, ``transports``, ``server``, ``client``) are the
+The public surface is what ``__all__`` lists, imported from here: the names of
+:data:`_PUBLIC`, the one table of them, by topic and defining module (docs/api.md
+documents the same names; tests/unit/test_package_face.py checks that the type
+checkers' block below names exactly these). The subpackages
+(``protocol``, ``runtime``, ``transports``, ``server``, ``client``, ``host``) are the
 implementation and may change; docs/design.md describes how they fit.
 
 Names load on first use (PEP 562): ``import mcpkit`` costs next to nothing, and a
@@ -11,329 +14,257 @@ program that only uses the client never imports the server's modules.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ._version import __version__
 
-if TYPE_CHECKING:
-    from .auth.client.errors import OAuthError
-    from .auth.client.flow import OAuthClientAuth
-    from .auth.client.loopback import LoopbackRedirect, RedirectHandler
-    from .auth.client.settings import OAuthClientMetadata, PreRegisteredClient
-    from .auth.client.storage import InMemoryTokenStorage, TokenStorage
-    from .auth.identity import AccessToken
-    from .auth.server import ResourceServer
-    from .auth.verifiers import FunctionVerifier, IntrospectionVerifier, InvalidToken, JWTVerifier, VerifierUnavailable
-    from .client.client import Client
-    from .client.events import (
-        AttemptStarted,
-        AttemptTimedOut,
-        ClientEvent,
-        ConnectionLost,
-        Reconnected,
-        ReconnectFailed,
-        ReconnectScheduled,
-        RetryScheduled,
-        ServerRestarted,
+if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported explicitly
+    from .auth.client.errors import OAuthError as OAuthError
+    from .auth.client.flow import OAuthClientAuth as OAuthClientAuth
+    from .auth.client.loopback import LoopbackRedirect as LoopbackRedirect, RedirectHandler as RedirectHandler
+    from .auth.client.settings import OAuthClientMetadata as OAuthClientMetadata, PreRegisteredClient as PreRegisteredClient
+    from .auth.client.storage import InMemoryTokenStorage as InMemoryTokenStorage, TokenStorage as TokenStorage
+    from .auth.client.targets import TargetPolicy as TargetPolicy
+    from .auth.identity import AccessToken as AccessToken
+    from .auth.server import ResourceServer as ResourceServer
+    from .auth.verifiers import (
+        FunctionVerifier as FunctionVerifier,
+        IntrospectionVerifier as IntrospectionVerifier,
+        InvalidToken as InvalidToken,
+        JWTVerifier as JWTVerifier,
+        VerifierUnavailable as VerifierUnavailable,
     )
-    from .client.options import ClientOptions, RequestOptions
-    from .client.results import UnexpectedResultType
-    from .client.retry import RetriesExhausted, RetryPolicy
-    from .client.subscriptions import Subscription, SubscriptionEvent
-    from .client.sync import SyncClient
-    from .client.tasks import TaskHandle
+    from .client.client import Client as Client
+    from .client.events import (
+        AttemptStarted as AttemptStarted,
+        AttemptTimedOut as AttemptTimedOut,
+        ClientEvent as ClientEvent,
+        ConnectionLost as ConnectionLost,
+        Reconnected as Reconnected,
+        ReconnectFailed as ReconnectFailed,
+        ReconnectScheduled as ReconnectScheduled,
+        RetryScheduled as RetryScheduled,
+        ServerRestarted as ServerRestarted,
+    )
+    from .client.options import ClientOptions as ClientOptions, RequestOptions as RequestOptions
+    from .client.results import UnexpectedResultType as UnexpectedResultType
+    from .client.retry import RetriesExhausted as RetriesExhausted, RetryPolicy as RetryPolicy
+    from .client.subscriptions import Subscription as Subscription, SubscriptionEvent as SubscriptionEvent
+    from .client.sync import SyncClient as SyncClient
+    from .client.tasks import TaskHandle as TaskHandle
+    from .host.config import ConfigError as ConfigError, ServerConfig as ServerConfig, load_config as load_config
+    from .host.group import ClientGroup as ClientGroup
+    from .host.llm import LlmTools as LlmTools, ToolCall as ToolCall
+    from .host.member import ServerState as ServerState
+    from .host.names import NameCollision as NameCollision
     from .protocol.errors import (
-        INTERNAL_ERROR,
-        INVALID_PARAMS,
-        INVALID_REQUEST,
-        METHOD_NOT_FOUND,
-        MISSING_CLIENT_CAPABILITY,
-        PARSE_ERROR,
-        REQUEST_CANCELLED,
-        REQUEST_TIMEOUT,
-        URL_ELICITATION_REQUIRED,
-        ConnectionClosed,
-        HttpError,
-        McpError,
-        RequestTimeout,
-        ToolError,
-        flatten_text,
+        INTERNAL_ERROR as INTERNAL_ERROR,
+        INVALID_PARAMS as INVALID_PARAMS,
+        INVALID_REQUEST as INVALID_REQUEST,
+        METHOD_NOT_FOUND as METHOD_NOT_FOUND,
+        MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY,
+        PARSE_ERROR as PARSE_ERROR,
+        REQUEST_CANCELLED as REQUEST_CANCELLED,
+        REQUEST_TIMEOUT as REQUEST_TIMEOUT,
+        URL_ELICITATION_REQUIRED as URL_ELICITATION_REQUIRED,
+        ConnectionClosed as ConnectionClosed,
+        HttpError as HttpError,
+        McpError as McpError,
+        RequestTimeout as RequestTimeout,
+        ToolError as ToolError,
+        flatten_text as flatten_text,
     )
     from .protocol.interactive import (
-        CreateMessageParams,
-        CreateMessageResult,
-        ElicitRequestParams,
-        ElicitResult,
-        SamplingMessage,
-        UrlElicitationRequired,
+        CreateMessageParams as CreateMessageParams,
+        CreateMessageResult as CreateMessageResult,
+        ElicitRequestParams as ElicitRequestParams,
+        ElicitResult as ElicitResult,
+        SamplingMessage as SamplingMessage,
+        UrlElicitationRequired as UrlElicitationRequired,
     )
-    from .protocol.tasks import Task
+    from .protocol.tasks import Task as Task
     from .protocol.types import (
-        AudioContent,
-        CallToolResult,
-        CompleteResult,
-        Completion,
-        DiscoverResult,
-        EmbeddedResource,
-        GetPromptResult,
-        ImageContent,
-        Implementation,
-        ListPromptsResult,
-        ListResourcesResult,
-        ListResourceTemplatesResult,
-        ListToolsResult,
-        Prompt,
-        PromptArgument,
-        PromptMessage,
-        ReadResourceResult,
-        Resource,
-        ResourceContents,
-        ResourceLink,
-        ResourceTemplate,
-        Root,
-        TextContent,
-        Tool,
-        ToolAnnotations,
+        AudioContent as AudioContent,
+        CallToolResult as CallToolResult,
+        CompleteResult as CompleteResult,
+        Completion as Completion,
+        DiscoverResult as DiscoverResult,
+        EmbeddedResource as EmbeddedResource,
+        GetPromptResult as GetPromptResult,
+        ImageContent as ImageContent,
+        Implementation as Implementation,
+        ListPromptsResult as ListPromptsResult,
+        ListResourcesResult as ListResourcesResult,
+        ListResourceTemplatesResult as ListResourceTemplatesResult,
+        ListToolsResult as ListToolsResult,
+        Prompt as Prompt,
+        PromptArgument as PromptArgument,
+        PromptMessage as PromptMessage,
+        ReadResourceResult as ReadResourceResult,
+        Resource as Resource,
+        ResourceContents as ResourceContents,
+        ResourceLink as ResourceLink,
+        ResourceTemplate as ResourceTemplate,
+        Root as Root,
+        TextContent as TextContent,
+        Tool as Tool,
+        ToolAnnotations as ToolAnnotations,
     )
-    from .protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
-    from .server.context import Context
-    from .server.server import CallNext, Middleware, Server
-    from .stores.events import EventStore, InMemoryEventStore
-    from .stores.redis import RedisStore
-    from .stores.sessions import InMemorySessionStore, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
-    from .stores.tasks import InMemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
-    from .transports.base import Transport
-    from .transports.http.sse.client import SseTransport
-    from .transports.http.transport import HttpTransport
-    from .transports.restart import RestartPolicy
-    from .transports.stdio.process import StdioTransport
+    from .protocol.versions import (
+        LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION,
+        SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS,
+    )
+    from .server.context import Context as Context
+    from .server.server import CallNext as CallNext, Middleware as Middleware, Server as Server
+    from .stores.events import EventStore as EventStore, InMemoryEventStore as InMemoryEventStore
+    from .stores.redis import RedisStore as RedisStore
+    from .stores.sessions import (
+        InMemorySessionStore as InMemorySessionStore,
+        NodeMessage as NodeMessage,
+        SessionRecord as SessionRecord,
+        SessionStore as SessionStore,
+        StoreUnavailable as StoreUnavailable,
+    )
+    from .stores.tasks import (
+        InMemoryTaskStore as InMemoryTaskStore,
+        TaskRecord as TaskRecord,
+        TaskStore as TaskStore,
+        TaskStoreFull as TaskStoreFull,
+    )
+    from .transports.base import Transport as Transport
+    from .transports.http.sse.client import SseTransport as SseTransport
+    from .transports.http.transport import HttpTransport as HttpTransport
+    from .transports.restart import RestartPolicy as RestartPolicy
+    from .transports.stdio.process import StdioTransport as StdioTransport
 
-#: Public name -> the module that defines it.
-_EXPORTS: dict[str, str] = {
-    "OAuthClientAuth": ".auth.client.flow",
-    "OAuthClientMetadata": ".auth.client.settings",
-    "PreRegisteredClient": ".auth.client.settings",
-    "TokenStorage": ".auth.client.storage",
-    "InMemoryTokenStorage": ".auth.client.storage",
-    "RedirectHandler": ".auth.client.loopback",
-    "LoopbackRedirect": ".auth.client.loopback",
-    "OAuthError": ".auth.client.errors",
-    "AccessToken": ".auth.identity",
-    "ResourceServer": ".auth.server",
-    "FunctionVerifier": ".auth.verifiers",
-    "IntrospectionVerifier": ".auth.verifiers",
-    "InvalidToken": ".auth.verifiers",
-    "JWTVerifier": ".auth.verifiers",
-    "VerifierUnavailable": ".auth.verifiers",
-    "Client": ".client.client",
-    "SyncClient": ".client.sync",
-    "ClientEvent": ".client.events",
-    "AttemptStarted": ".client.events",
-    "AttemptTimedOut": ".client.events",
-    "RetryScheduled": ".client.events",
-    "ConnectionLost": ".client.events",
-    "ServerRestarted": ".client.events",
-    "ReconnectScheduled": ".client.events",
-    "Reconnected": ".client.events",
-    "ReconnectFailed": ".client.events",
-    "RetryPolicy": ".client.retry",
-    "RetriesExhausted": ".client.retry",
-    "ClientOptions": ".client.options",
-    "RequestOptions": ".client.options",
-    "UnexpectedResultType": ".client.results",
-    "Subscription": ".client.subscriptions",
-    "SubscriptionEvent": ".client.subscriptions",
-    "TaskHandle": ".client.tasks",
-    "Task": ".protocol.tasks",
-    "TaskStore": ".stores.tasks",
-    "InMemoryTaskStore": ".stores.tasks",
-    "TaskRecord": ".stores.tasks",
-    "TaskStoreFull": ".stores.tasks",
-    "CreateMessageParams": ".protocol.interactive",
-    "CreateMessageResult": ".protocol.interactive",
-    "ElicitRequestParams": ".protocol.interactive",
-    "ElicitResult": ".protocol.interactive",
-    "SamplingMessage": ".protocol.interactive",
-    "UrlElicitationRequired": ".protocol.interactive",
-    "MISSING_CLIENT_CAPABILITY": ".protocol.errors",
-    "URL_ELICITATION_REQUIRED": ".protocol.errors",
-    "INTERNAL_ERROR": ".protocol.errors",
-    "INVALID_PARAMS": ".protocol.errors",
-    "INVALID_REQUEST": ".protocol.errors",
-    "METHOD_NOT_FOUND": ".protocol.errors",
-    "PARSE_ERROR": ".protocol.errors",
-    "REQUEST_CANCELLED": ".protocol.errors",
-    "REQUEST_TIMEOUT": ".protocol.errors",
-    "ConnectionClosed": ".protocol.errors",
-    "HttpError": ".protocol.errors",
-    "McpError": ".protocol.errors",
-    "RequestTimeout": ".protocol.errors",
-    "ToolError": ".protocol.errors",
-    "flatten_text": ".protocol.errors",
-    "AudioContent": ".protocol.types",
-    "CallToolResult": ".protocol.types",
-    "CompleteResult": ".protocol.types",
-    "Completion": ".protocol.types",
-    "DiscoverResult": ".protocol.types",
-    "EmbeddedResource": ".protocol.types",
-    "GetPromptResult": ".protocol.types",
-    "ImageContent": ".protocol.types",
-    "Implementation": ".protocol.types",
-    "ListPromptsResult": ".protocol.types",
-    "ListResourcesResult": ".protocol.types",
-    "ListResourceTemplatesResult": ".protocol.types",
-    "ListToolsResult": ".protocol.types",
-    "Prompt": ".protocol.types",
-    "PromptArgument": ".protocol.types",
-    "PromptMessage": ".protocol.types",
-    "ReadResourceResult": ".protocol.types",
-    "Resource": ".protocol.types",
-    "ResourceContents": ".protocol.types",
-    "ResourceLink": ".protocol.types",
-    "ResourceTemplate": ".protocol.types",
-    "Root": ".protocol.types",
-    "TextContent": ".protocol.types",
-    "Tool": ".protocol.types",
-    "ToolAnnotations": ".protocol.types",
-    "LATEST_PROTOCOL_VERSION": ".protocol.versions",
-    "SUPPORTED_PROTOCOL_VERSIONS": ".protocol.versions",
-    "Context": ".server.context",
-    "CallNext": ".server.server",
-    "Middleware": ".server.server",
-    "Server": ".server.server",
-    "Transport": ".transports.base",
-    "HttpTransport": ".transports.http.transport",
-    "SseTransport": ".transports.http.sse.client",
-    "EventStore": ".stores.events",
-    "InMemoryEventStore": ".stores.events",
-    "SessionStore": ".stores.sessions",
-    "InMemorySessionStore": ".stores.sessions",
-    "SessionRecord": ".stores.sessions",
-    "NodeMessage": ".stores.sessions",
-    "StoreUnavailable": ".stores.sessions",
-    "RedisStore": ".stores.redis",
-    "StdioTransport": ".transports.stdio.process",
-    "RestartPolicy": ".transports.restart",
+#: The public surface: topic -> the module that defines some of its names -> those names.
+_PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
+    "server": {
+        ".server.server": ("Server", "Middleware", "CallNext"),
+        ".server.context": ("Context",),
+    },
+    "client": {
+        ".client.client": ("Client",),
+        ".client.sync": ("SyncClient",),
+        ".client.options": ("ClientOptions", "RequestOptions"),
+        ".client.subscriptions": ("Subscription", "SubscriptionEvent"),
+        ".client.tasks": ("TaskHandle",),
+        ".client.retry": ("RetryPolicy",),
+        ".client.events": (
+            "ClientEvent",
+            "AttemptStarted",
+            "AttemptTimedOut",
+            "RetryScheduled",
+            "ConnectionLost",
+            "ServerRestarted",
+            "ReconnectScheduled",
+            "Reconnected",
+            "ReconnectFailed",
+        ),
+    },
+    "hosts: many servers (docs/howto/host.md)": {
+        ".host.group": ("ClientGroup",),
+        ".host.config": ("ServerConfig", "load_config", "ConfigError"),
+        ".host.member": ("ServerState",),
+        ".host.names": ("NameCollision",),
+        ".host.llm": ("LlmTools", "ToolCall"),
+    },
+    "tasks (docs/tasks.md)": {
+        ".protocol.tasks": ("Task",),
+        ".stores.tasks": ("TaskStore", "InMemoryTaskStore", "TaskRecord", "TaskStoreFull"),
+    },
+    "transports": {
+        ".transports.base": ("Transport",),
+        ".transports.stdio.process": ("StdioTransport",),
+        ".transports.restart": ("RestartPolicy",),
+        ".transports.http.transport": ("HttpTransport",),
+        ".transports.http.sse.client": ("SseTransport",),
+        ".stores.events": ("EventStore", "InMemoryEventStore"),
+    },
+    "several nodes (docs/deploy.md)": {
+        ".stores.sessions": ("SessionStore", "InMemorySessionStore", "SessionRecord", "NodeMessage", "StoreUnavailable"),
+        ".stores.redis": ("RedisStore",),
+    },
+    "authorization": {
+        ".auth.server": ("ResourceServer",),
+        ".auth.identity": ("AccessToken",),
+        ".auth.verifiers": ("JWTVerifier", "IntrospectionVerifier", "FunctionVerifier", "InvalidToken", "VerifierUnavailable"),
+    },
+    "authorization (client side)": {
+        ".auth.client.flow": ("OAuthClientAuth",),
+        ".auth.client.settings": ("OAuthClientMetadata", "PreRegisteredClient"),
+        ".auth.client.storage": ("TokenStorage", "InMemoryTokenStorage"),
+        ".auth.client.targets": ("TargetPolicy",),
+        ".auth.client.loopback": ("RedirectHandler", "LoopbackRedirect"),
+        ".auth.client.errors": ("OAuthError",),
+    },
+    "errors": {
+        ".protocol.errors": (
+            "McpError",
+            "RequestTimeout",
+            "ConnectionClosed",
+            "ToolError",
+            "HttpError",
+            "flatten_text",
+            "PARSE_ERROR",
+            "INVALID_REQUEST",
+            "METHOD_NOT_FOUND",
+            "INVALID_PARAMS",
+            "INTERNAL_ERROR",
+            "REQUEST_TIMEOUT",
+            "REQUEST_CANCELLED",
+            "MISSING_CLIENT_CAPABILITY",
+            "URL_ELICITATION_REQUIRED",
+        ),
+        ".client.retry": ("RetriesExhausted",),
+        ".protocol.interactive": ("UrlElicitationRequired",),
+        ".client.results": ("UnexpectedResultType",),
+    },
+    "asking the client": {
+        ".protocol.interactive": (
+            "ElicitRequestParams",
+            "ElicitResult",
+            "CreateMessageParams",
+            "CreateMessageResult",
+            "SamplingMessage",
+        ),
+    },
+    "wire types": {
+        ".protocol.versions": ("LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS"),
+        ".protocol.types": (
+            "Implementation",
+            "Tool",
+            "ToolAnnotations",
+            "CallToolResult",
+            "ListToolsResult",
+            "TextContent",
+            "ImageContent",
+            "AudioContent",
+            "ResourceLink",
+            "EmbeddedResource",
+            "Resource",
+            "ResourceTemplate",
+            "ResourceContents",
+            "ListResourcesResult",
+            "ListResourceTemplatesResult",
+            "ReadResourceResult",
+            "Prompt",
+            "PromptArgument",
+            "PromptMessage",
+            "GetPromptResult",
+            "ListPromptsResult",
+            "Completion",
+            "CompleteResult",
+            "DiscoverResult",
+            "Root",
+        ),
+    },
 }
 
+#: Public name -> the module that defines it (loaded on first use).
+_EXPORTS: Final = {name: module for modules in _PUBLIC.values() for module, names in modules.items() for name in names}
 
-__all__ = [
-    "__version__",
-    # server
-    "Server",
-    "Context",
-    "Middleware",
-    "CallNext",
-    # client
-    "Client",
-    "SyncClient",
-    "ClientOptions",
-    "RequestOptions",
-    "Subscription",
-    "SubscriptionEvent",
-    "TaskHandle",
-    "RetryPolicy",
-    "ClientEvent",
-    "AttemptStarted",
-    "AttemptTimedOut",
-    "RetryScheduled",
-    "ConnectionLost",
-    "ServerRestarted",
-    "ReconnectScheduled",
-    "Reconnected",
-    "ReconnectFailed",
-    # tasks (docs/tasks.md)
-    "Task",
-    "TaskStore",
-    "InMemoryTaskStore",
-    "TaskRecord",
-    "TaskStoreFull",
-    # transports
-    "Transport",
-    "StdioTransport",
-    "RestartPolicy",
-    "HttpTransport",
-    "SseTransport",
-    "EventStore",
-    "InMemoryEventStore",
-    # several nodes (docs/deploy.md)
-    "SessionStore",
-    "InMemorySessionStore",
-    "SessionRecord",
-    "NodeMessage",
-    "StoreUnavailable",
-    "RedisStore",
-    # authorization
-    "ResourceServer",
-    "AccessToken",
-    "JWTVerifier",
-    "IntrospectionVerifier",
-    "FunctionVerifier",
-    "InvalidToken",
-    "VerifierUnavailable",
-    # authorization (client side)
-    "OAuthClientAuth",
-    "OAuthClientMetadata",
-    "PreRegisteredClient",
-    "TokenStorage",
-    "InMemoryTokenStorage",
-    "RedirectHandler",
-    "LoopbackRedirect",
-    "OAuthError",
-    # errors
-    "McpError",
-    "RequestTimeout",
-    "ConnectionClosed",
-    "RetriesExhausted",
-    "ToolError",
-    "HttpError",
-    "UrlElicitationRequired",
-    "UnexpectedResultType",
-    "flatten_text",
-    "PARSE_ERROR",
-    "INVALID_REQUEST",
-    "METHOD_NOT_FOUND",
-    "INVALID_PARAMS",
-    "INTERNAL_ERROR",
-    "REQUEST_TIMEOUT",
-    "REQUEST_CANCELLED",
-    "MISSING_CLIENT_CAPABILITY",
-    "URL_ELICITATION_REQUIRED",
-    # asking the client
-    "ElicitRequestParams",
-    "ElicitResult",
-    "CreateMessageParams",
-    "CreateMessageResult",
-    "SamplingMessage",
-    # wire types
-    "LATEST_PROTOCOL_VERSION",
-    "SUPPORTED_PROTOCOL_VERSIONS",
-    "Implementation",
-    "Tool",
-    "ToolAnnotations",
-    "CallToolResult",
-    "ListToolsResult",
-    "TextContent",
-    "ImageContent",
-    "AudioContent",
-    "ResourceLink",
-    "EmbeddedResource",
-    "Resource",
-    "ResourceTemplate",
-    "ResourceContents",
-    "ListResourcesResult",
-    "ListResourceTemplatesResult",
-    "ReadResourceResult",
-    "Prompt",
-    "PromptArgument",
-    "PromptMessage",
-    "GetPromptResult",
-    "ListPromptsResult",
-    "Completion",
-    "CompleteResult",
-    "DiscoverResult",
-    "Root",
-]
+__all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:

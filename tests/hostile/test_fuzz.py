@@ -1,7 +1,7 @@
 """Hostile: a seeded fuzz of a real server over stdio and over Streamable HTTP, both eras.
 
-Each case (built by tests/servers/hostile_fuzz_cases.py from valid requests to
-tests/servers/hostile_fuzz_server.py, then mutated) is sent on its own, and judged:
+Each case (built by tests/support/servers/hostile_fuzz_cases.py from valid requests to
+tests/support/servers/hostile_fuzz_server.py, then mutated) is sent on its own, and judged:
 
 * HTTP: never a 5xx; a request with a valid id gets exactly one JSON-RPC response with
   that id, or a plain 4xx refusal of docs/http.md ("HTTP status codes");
@@ -34,7 +34,10 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import LEGACY, MODERN, free_port, listening, load_server, rss_kib, server_command
+from support.eras import LEGACY, MODERN
+from support.ports import free_port
+from support.processes import listening, load_server, rss_kib, server_command
+from support.wire import open_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -374,14 +377,7 @@ def http_case(http: httpx.Client, url: str, case: Any, run: Run) -> None:
 
 
 def legacy_session(http: httpx.Client, url: str) -> str:
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": fz.initialize_params()}
-    resp = http.post(url, json=init, headers={"accept": fz.ACCEPT, "content-type": "application/json"})
-    assert resp.status_code == 200, resp.text
-    session_id = resp.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    headers = {k.decode(): v.decode() for k, v in fz.headers_for(note, "legacy", session_id)}
-    assert http.post(url, json=note, headers=headers).status_code == 202
-    return str(session_id)
+    return open_session(http, url)["mcp-session-id"]
 
 
 def final_checks(http: httpx.Client, url: str, session_id: str) -> None:

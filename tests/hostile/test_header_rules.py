@@ -14,7 +14,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from conftest import MODERN, SERVERS, free_port, listening, rss_kib
+from support.eras import MODERN
+from support.paths import SERVERS
+from support.ports import free_port
+from support.processes import listening, rss_kib
 
 pytestmark = pytest.mark.timeout(60)
 

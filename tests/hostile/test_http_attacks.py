@@ -2,7 +2,7 @@
 
 Each test is one attack, run on 127.0.0.1 against a real uvicorn: in a thread of this
 process where the test inspects the app's state, or in a subprocess
-(tests/servers/hostile_http.py) where a descriptor limit or a signal matters.
+(tests/support/servers/hostile_http.py) where a descriptor limit or a signal matters.
 """
 
 from __future__ import annotations
@@ -24,15 +24,17 @@ import httpx
 import pytest
 import uvicorn
 
-from conftest import LEGACY, MODERN, free_port, listening, load_server, server_command
 from mcpkit import InMemoryEventStore
 from mcpkit.transports.http.app import StreamableHTTPApp
 from mcpkit.transports.http.server.sessions import HttpSession, SessionManager
+from support.eras import LEGACY, MODERN
+from support.ports import free_port
+from support.processes import listening, load_server, server_command
+from support.wire import ACCEPT, open_session
 
 pytestmark = pytest.mark.timeout(60)
 
 hostile = load_server("hostile_http")
-ACCEPT = "application/json, text/event-stream"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
 _ids = itertools.count(1000)
 
@@ -65,7 +67,7 @@ def _serve(app: Any) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _spawn(mode: str, nofile: int | None = None, http: str = "auto") -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """Run tests/servers/hostile_http.py in ``mode`` on the ``http`` parser (optionally with a descriptor limit)."""
+    """Run tests/support/servers/hostile_http.py in ``mode`` on the ``http`` parser (optionally with a descriptor limit)."""
     port = free_port()
 
     def limit() -> None:
@@ -91,14 +93,6 @@ def _call(method: str, params: dict[str, Any] | None = None, rid: int | None = N
     return {"jsonrpc": "2.0", "id": next(_ids) if rid is None else rid, "method": method, "params": params or {}}
 
 
-def _open(http: httpx.Client, url: str) -> str:
-    """initialize a legacy session; its id."""
-    init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}}
-    resp = http.post(url, json=_call("initialize", init), headers={"accept": ACCEPT, "content-type": "application/json"})
-    assert resp.status_code == 200, resp.text
-    return resp.headers["mcp-session-id"]
-
-
 def _sse_ids(text: str) -> list[str]:
     return [line[3:].strip() for line in text.splitlines() if line.startswith("id:")]
 
@@ -116,7 +110,7 @@ def test_refused_legacy_requests_do_not_hold_their_ids() -> None:
     with 200-character ids grew the server by 5.3 MB). After: none is kept."""
     app = _app()
     with _serve(app) as url, httpx.Client(timeout=5) as http:
-        sid = _open(http, url)
+        sid = open_session(http, url)["mcp-session-id"]
         session = app.sessions.get(sid)
         assert session is not None
         for rid, version in zip(range(30), itertools.cycle(["garbage", MODERN, "1999-01-01"]), strict=False):
@@ -154,7 +148,7 @@ _BODIES = {
 def test_hostile_bodies_get_a_json_rpc_error_not_500(name: str, version: str) -> None:
     """Before: deep nesting escaped as RecursionError (uvicorn's plain-text 500)."""
     with _serve(_app()) as url, httpx.Client(timeout=10) as http:
-        sid = _open(http, url) if version == LEGACY else None
+        sid = open_session(http, url)["mcp-session-id"] if version == LEGACY else None
         call = b'"method":"tools/call"' in _BODIES[name]
         headers = {**_headers(sid, version), "mcp-method": "tools/call" if call else "tools/list", "mcp-name": "echo"}
         resp = http.post(url, content=_BODIES[name], headers=headers)
@@ -168,7 +162,7 @@ def test_hostile_last_event_id_is_404(seq: str) -> None:
     raised ValueError in the store: uvicorn's plain-text 500."""
     talk = {"name": "talk", "arguments": {}, "_meta": {"progressToken": "p"}}
     with _serve(_app()) as url, httpx.Client(timeout=5) as http:
-        sid = _open(http, url)
+        sid = open_session(http, url)["mcp-session-id"]
         stream_id = _sse_ids(http.post(url, json=_call("tools/call", talk), headers=_headers(sid)).text)[0].rpartition(".")[0]
         headers = {**_headers(sid), "accept": "text/event-stream", "last-event-id": f"{stream_id}.{seq}"}
         resp = http.get(url, headers={k: v.encode("latin-1") for k, v in headers.items()})
@@ -195,14 +189,14 @@ def test_admission_at_the_session_cap_is_constant_time() -> None:
 def test_idle_session_with_a_get_stream_is_reaped() -> None:
     """Before: an open GET stream (kept alive by keep-alive comments) kept its session
     forever. After: the session ends after ``session_idle_timeout`` and the stream closes."""
-    with _serve(_app(session_idle_timeout=0.5, keepalive_interval=0.1)) as url, httpx.Client(timeout=5) as http:
-        sid = _open(http, url)
+    with _serve(_app(session_idle_timeout=0.5, keepalive_interval=0.1)) as url, httpx.Client(timeout=15) as http:
+        sid = open_session(http, url)["mcp-session-id"]
         started = time.monotonic()
         with http.stream("GET", url, headers={**_headers(sid), "accept": "text/event-stream"}) as resp:
             assert resp.status_code == 200
             for _ in resp.iter_bytes():
                 pass
-        assert time.monotonic() - started < 4
+        assert time.monotonic() - started < 10  # reaped after 0.5 s idle: before the fix, never
         assert http.post(url, json=_call("tools/list"), headers=_headers(sid)).status_code == 404
 
 
@@ -211,7 +205,7 @@ async def test_requests_in_flight_per_session_are_bounded() -> None:
     ``max_session_requests`` a request is refused with 429, ``Retry-After`` and -32603."""
     app = _app(max_session_requests=4)
     with _serve(app) as url, httpx.Client(timeout=5) as sync_http:
-        sid = _open(sync_http, url)
+        sid = open_session(sync_http, url)["mcp-session-id"]
         async with httpx.AsyncClient(timeout=10) as http:
             session = app.sessions.get(sid)
             assert session is not None
@@ -240,10 +234,10 @@ def test_one_session_cannot_evict_another_sessions_streams() -> None:
     victim's resume got 404). After: a session evicts only its own streams."""
     talk = {"name": "talk", "arguments": {}, "_meta": {"progressToken": "p"}}
     with _serve(_app(event_store=InMemoryEventStore(max_streams=20))) as url, httpx.Client(timeout=5) as http:
-        victim = _open(http, url)
+        victim = open_session(http, url)["mcp-session-id"]
         first = http.post(url, json=_call("tools/call", talk), headers=_headers(victim))
         last_event_id = _sse_ids(first.text)[0]
-        attacker = _open(http, url)
+        attacker = open_session(http, url)["mcp-session-id"]
         for _ in range(25):
             assert http.post(url, json=_call("tools/call", talk), headers=_headers(attacker)).status_code == 200
         resp = http.get(url, headers={**_headers(victim), "accept": "text/event-stream", "last-event-id": last_event_id})
@@ -337,7 +331,7 @@ def test_sigterm_with_an_open_get_stream_exits_promptly() -> None:
     """Before: SIGTERM was ignored for as long as a client held a GET stream (still
     running after 15 s). After: the stream is ended and the process exits at once."""
     with _spawn("defaults") as (proc, url), httpx.Client(timeout=5) as http:
-        sid = _open(http, url)
+        sid = open_session(http, url)["mcp-session-id"]
         port = int(url.split(":")[2].split("/")[0])
         with socket.create_connection(("127.0.0.1", port), 5) as sock:
             sock.sendall(

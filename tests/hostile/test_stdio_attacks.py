@@ -24,12 +24,13 @@ from typing import Any
 
 import pytest
 
-from conftest import MODERN, rss_kib, server_command
 from mcpkit.protocol.engine import Engine
 from mcpkit.protocol.events import Reply, RequestReceived
 from mcpkit.runtime.peer import Peer
 from mcpkit.transports.memory import memory_pair
 from mcpkit.transports.stdio.process import StdioTransport
+from support.eras import MODERN
+from support.processes import rss_kib, server_command
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,7 +44,7 @@ def call_line(rid: int, name: str = "echo", arguments: dict[str, Any] | None = N
 
 
 class Proc:
-    """The test's end of the pipes to ``tests/servers/hostile_stdio.py``."""
+    """The test's end of the pipes to ``tests/support/servers/hostile_stdio.py``."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
@@ -184,10 +185,10 @@ async def test_a_deeply_nested_request_is_answered_at_once(server: Proc) -> None
     for name, line in {**HOSTILE_NOTES, **HOSTILE_LINES}.items():
         started = time.monotonic()
         await server.write(line + b"\n")
-        out = await server.read(timeout=5.0)
+        out = await server.read(timeout=15.0)
         assert (out["id"], out["error"]["code"]) == (None, -32700), (name, out)
         await server.assert_alive()  # the next message is the answer to the next request
-        assert time.monotonic() - started < 3.0, name
+        assert time.monotonic() - started < 10, name  # at once: before it was never answered
 
 
 # --- finding 2: backpressure ---------------------------------------------------------------------

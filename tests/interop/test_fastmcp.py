@@ -1,12 +1,12 @@
 """Interop with FastMCP (PyPI ``fastmcp``, pinned in the ``test`` extra), over stdio and
 Streamable HTTP.
 
-1. FastMCP's client against mcpkit (tests/servers/interop_target.py) in both of its
+1. FastMCP's client against mcpkit (tests/support/servers/interop_target.py) in both of its
    modes, ``mode="legacy"`` (``initialize``: 2025-11-25) and ``mode="auto"``
    (``server/discover``: 2026-07-28): list, call (success and every error kind), read,
    get a prompt, progress, logging; and its automatic pagination over mcpkit's pages
-   (tests/servers/dynamic.py lists three per page).
-2. mcpkit's client against a FastMCP server (tests/servers/fastmcp_server.py, pages of
+   (tests/support/servers/dynamic.py lists three per page).
+2. mcpkit's client against a FastMCP server (tests/support/servers/fastmcp_server.py, pages of
    two), at 2026-07-28, at 2025-11-25 and negotiated: list every page, call, read, get,
    progress, logging.
 
@@ -31,13 +31,16 @@ from fastmcp.client.transports import PythonStdioTransport
 from fastmcp.exceptions import ToolError as FastToolError
 from mcp.shared.exceptions import MCPError
 
-from conftest import ERAS, LEGACY, MODERN, SERVERS, free_port, listening, server_command
 from mcpkit import Client, ClientOptions, HttpTransport, McpError, StdioTransport, TextContent
+from support.eras import ERAS, LEGACY, MODERN
+from support.paths import SERVERS
+from support.ports import free_port
+from support.processes import listening, server_command
 
 WHERE = ["stdio", "http"]
 MODES = [pytest.param("auto", id="auto"), pytest.param("legacy", id="legacy")]
 ERA_OF_MODE = {"auto": MODERN, "legacy": LEGACY}
-LIMIT = 30.0  # seconds for a whole test body
+LIMIT = 60.0  # seconds for a whole test body (a spawned FastMCP server gets 30 s to start)
 
 
 def serve(script: str, **popen: Any) -> Iterator[str]:
@@ -191,7 +194,10 @@ async def kit_on_fastmcp(where: str, era: str | None, url: str, **options: Any) 
     transport: Any = HttpTransport(url)
     if where == "stdio":
         transport = StdioTransport(server_command("fastmcp_server"), stderr="devnull")
-    async with Client(transport, ClientOptions(protocol_version=era, request_timeout=10, **options)) as client:
+    # FastMCP takes seconds to import: the spawned server gets 30 s to answer the probe or the
+    # handshake (the probe must not time out into the legacy era on a loaded machine).
+    options = {"request_timeout": 30, "discover_timeout": 30, **options}
+    async with Client(transport, ClientOptions(protocol_version=era, **options)) as client:
         assert (client.era, client.protocol_version) == (("legacy", LEGACY) if era == LEGACY else ("modern", MODERN))
         yield client
 

@@ -1,6 +1,6 @@
 """Interop: the MCP Inspector v2's CLI (npm ``@modelcontextprotocol/inspector``, pinned in
-tests/peers.py, on the Node 22 it needs) against an mcpkit server
-(tests/servers/interop_target.py), over stdio and Streamable HTTP, with
+tests/support/peers.py, on the Node 22 it needs) against an mcpkit server
+(tests/support/servers/interop_target.py), over stdio and Streamable HTTP, with
 ``--protocol-era modern`` and ``--protocol-era legacy``.
 
 Each check is one run of ``inspector --cli -q --format json --protocol-era ERA TARGET
@@ -21,8 +21,10 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import SERVERS, free_port, listening, server_command
-from peers import Inspector
+from support.paths import SERVERS
+from support.peers import Inspector
+from support.ports import free_port
+from support.processes import listening, server_command
 
 ERAS = ["modern", "legacy"]
 WHERE = ["stdio", "http"]

@@ -3,15 +3,15 @@ extra), over stdio and Streamable HTTP, in both of its modes: ``mode="legacy"`` 
 ``initialize`` handshake, 2025-11-25) and ``mode="auto"`` (``server/discover``, which
 an mcpkit server answers: 2026-07-28).
 
-1. The official client against mcpkit's tests/servers/interop_target.py: list, call
+1. The official client against mcpkit's tests/support/servers/interop_target.py: list, call
    (success and every error kind), read, get a prompt, complete, progress, logging.
 2. (issue 9) The official client hears list changes and resource updates from mcpkit's
-   dynamic server (tests/servers/dynamic.py): in the legacy era the session's
+   dynamic server (tests/support/servers/dynamic.py): in the legacy era the session's
    ``notifications/tools/list_changed`` and, after ``resources/subscribe``,
    ``notifications/resources/updated``; in the modern era the same through its
    ``client.listen(...)`` (``subscriptions/listen``), which ends gracefully when mcpkit
    stops. It also pages through a list mcpkit cuts in pages of three.
-3. mcpkit's client against the official SDK's server (tests/servers/official_features.py):
+3. mcpkit's client against the official SDK's server (tests/support/servers/official_features.py):
    list, call, read, get, complete, the tools list-changed notice (both eras) and
    resource updates (modern era).
 
@@ -36,13 +36,16 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
-from conftest import ERAS, LEGACY, MODERN, SERVERS, free_port, listening, server_command
 from mcpkit import Client, ClientOptions, HttpTransport, McpError, StdioTransport, SubscriptionEvent, TextContent
+from support.eras import ERAS, LEGACY, MODERN
+from support.paths import SERVERS
+from support.ports import free_port
+from support.processes import listening, server_command
 
 WHERE = ["stdio", "http"]
 MODES = [pytest.param("auto", id="auto"), pytest.param("legacy", id="legacy")]
 ERA_OF_MODE = {"auto": MODERN, "legacy": LEGACY}
-LIMIT = 30.0  # seconds for a whole test body
+LIMIT = 60.0  # seconds for a whole test body (a spawned official server gets 30 s to start on a loaded machine)
 
 
 def serve(script: str) -> Iterator[str]:
@@ -298,7 +301,7 @@ async def kit_on_official(where: str, era: str | None, url: str) -> AsyncIterato
     transport: Any = HttpTransport(url)
     if where == "stdio":
         transport = StdioTransport(server_command("official_features"), stderr="devnull")
-    async with Client(transport, ClientOptions(protocol_version=era, request_timeout=10)) as client:
+    async with Client(transport, ClientOptions(protocol_version=era, request_timeout=30)) as client:
         assert client.era == ("legacy" if era == LEGACY else "modern")
         yield client
 

@@ -1,6 +1,6 @@
 """Interop: the official Python SDK's client (PyPI ``mcp==2.3.0``, pinned in the ``test``
 extra) over its deprecated HTTP+SSE transport (``mcp.client.sse.sse_client``) against
-mcpkit's server with ``asgi_app(sse_transport=True)`` (tests/servers/sse_target.py,
+mcpkit's server with ``asgi_app(sse_transport=True)`` (tests/support/servers/sse_target.py,
 under uvicorn on 127.0.0.1).
 
 In both of the client's modes — ``"legacy"`` (``initialize``) and ``"auto"`` (a
@@ -24,7 +24,10 @@ import pytest
 from mcp.client.client import Client as OfficialClient
 from mcp.client.sse import sse_client
 
-from conftest import LEGACY, free_port, listening, serve_in_thread, server_command
+from support.eras import LEGACY
+from support.ports import free_port
+from support.processes import listening, server_command
+from support.serving import serve_in_thread
 
 pytestmark = pytest.mark.timeout(60)
 LIMIT = 30.0  # seconds for a whole test body

@@ -1,5 +1,5 @@
 """Interop: mcpkit's client against ``@modelcontextprotocol/server-everything`` (npm,
-pinned in tests/peers.py; the TypeScript SDK's reference server, legacy era: 2025-11-25)
+pinned in tests/support/peers.py; the TypeScript SDK's reference server, legacy era: 2025-11-25)
 over stdio and Streamable HTTP (its ``streamableHttp`` mode: stateful sessions, SSE
 responses, a GET stream, an event store).
 
@@ -29,7 +29,6 @@ from typing import Any, Generic, TypeVar
 import anyio
 import pytest
 
-from conftest import free_port, listening
 from mcpkit import (
     Client,
     ClientOptions,
@@ -47,7 +46,9 @@ from mcpkit import (
     SubscriptionEvent,
     TextContent,
 )
-from peers import EVERYTHING, PEERS
+from support.peers import EVERYTHING, PEERS
+from support.ports import free_port
+from support.processes import listening
 
 WHERE = ["stdio", "http"]
 LIMIT = 30.0  # seconds for a whole test body

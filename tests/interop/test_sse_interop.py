@@ -1,12 +1,12 @@
 """Interop over the deprecated HTTP+SSE transport (2024-11-05): mcpkit's client
 (``SseTransport``, and ``HttpTransport``'s fallback to it) against foreign servers.
 
-1. ``@modelcontextprotocol/server-everything`` (npm, pinned in tests/peers.py) in its
+1. ``@modelcontextprotocol/server-everything`` (npm, pinned in tests/support/peers.py) in its
    ``sse`` mode (``GET /sse``, ``POST /message?sessionId=...``; a POST to ``/sse`` gets
    Express's 404): initialize, list tools, call ``echo``, read a resource, its
    server-to-client requests (``roots/list`` after initialize, ``sampling/createMessage``
    mid-call) answered by mcpkit's callbacks, and progress on the stream.
-2. The official Python SDK (PyPI ``mcp==2.3.0``, tests/servers/sse_official.py:
+2. The official Python SDK (PyPI ``mcp==2.3.0``, tests/support/servers/sse_official.py:
    ``MCPServer`` over ``sse_app()``; a POST to ``/sse`` gets 405): call a tool, sample
    mid-call, read a resource.
 
@@ -26,7 +26,6 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import free_port, listening, server_command
 from mcpkit import (
     Client,
     ClientOptions,
@@ -38,7 +37,9 @@ from mcpkit import (
     TextContent,
     Transport,
 )
-from peers import EVERYTHING, PEERS
+from support.peers import EVERYTHING, PEERS
+from support.ports import free_port
+from support.processes import listening, server_command
 
 LIMIT = 30.0  # seconds for a whole test body
 DOC = "demo://resource/static/document/features.md"
@@ -57,7 +58,7 @@ def everything_sse(node: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def official_sse() -> Iterator[str]:
-    """tests/servers/sse_official.py (the official SDK's ``sse_app()``): its stream's URL."""
+    """tests/support/servers/sse_official.py (the official SDK's ``sse_app()``): its stream's URL."""
     port = free_port()
     with listening(server_command("sse_official", str(port)), port, stderr=subprocess.DEVNULL):
         yield f"http://127.0.0.1:{port}/sse"

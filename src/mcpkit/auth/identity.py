@@ -12,6 +12,8 @@ import dataclasses
 from contextvars import ContextVar
 from typing import Any
 
+import msgspec
+
 __all__ = ["AccessToken", "CURRENT"]
 
 
@@ -31,14 +33,29 @@ class AccessToken:
 
     @property
     def principal(self) -> str | None:
-        """Who this token speaks for: its subject; for a token without one (a
-        ``client_credentials`` grant) its client; for a token that names neither, the
-        token itself (by digest: a session opened with it is its alone)."""
-        if self.subject is not None:
-            return self.subject
-        if self.client_id is not None:
-            return f"client:{self.client_id}"
-        return f"token:{self.token_digest}" if self.token_digest is not None else None
+        """Who this token speaks for, as the one key every place that binds something to a
+        caller compares (tasks, legacy sessions and their streams, ``requestState``, the
+        HTTP+SSE transport's ``/messages``): the token's subject; for a token without one
+        (a ``client_credentials`` grant) its client; for a token that names neither, the
+        token itself (by digest: a session opened with it is its alone).
+
+        The key is a typed triple — the kind (``"sub"``, ``"client"`` or ``"token"``), the
+        issuer (the ``iss`` claim, None when the token carries none) and the name — encoded
+        as a JSON array, so that no string an authorization server issues can make two
+        different callers one: a user whose ``sub`` is ``"client:svc"`` is not the client
+        ``svc``, and the same ``sub`` from two issuers names two principals. An empty
+        ``subject`` or ``client_id`` counts as absent. Treat the value as opaque."""
+        iss = self.claims.get("iss")
+        issuer = iss if isinstance(iss, str) else None
+        if self.subject:
+            key = ["sub", issuer, self.subject]
+        elif self.client_id:
+            key = ["client", issuer, self.client_id]
+        elif self.token_digest is not None:
+            key = ["token", None, self.token_digest]
+        else:
+            return None
+        return msgspec.json.encode(key).decode()
 
     def has_scopes(self, required: frozenset[str] | set[str] | list[str] | tuple[str, ...]) -> bool:
         """Whether every scope of ``required`` was granted."""

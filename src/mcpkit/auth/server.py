@@ -14,8 +14,11 @@ bearer token its verifier accepts, with the scopes the server requires — and, 
   one) or more past, whichever verifier accepted it;
 - a valid token without the scopes: **403**, ``error="insufficient_scope"`` and the
   scopes needed (the client may step up);
-- the verifier cannot decide (JWKS or introspection endpoint down): **503** with
-  ``Retry-After`` — it fails closed.
+- the verifier cannot decide (JWKS or introspection endpoint down), or fails in a way
+  nobody foresaw (it raises something other than :class:`InvalidToken` or
+  :class:`VerifierUnavailable`, or returns something other than an ``AccessToken``):
+  **503** with ``Retry-After`` — it fails closed. The cause goes to the log (the
+  ``mcpkit.auth`` logger, with the token blanked out), never into the response.
 
 The verified :class:`~mcpkit.auth.identity.AccessToken` is what ``ctx.identity`` returns.
 """
@@ -25,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import math
+import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,24 +42,44 @@ __all__ = ["ResourceServer", "AuthRefusal", "MAX_AUTHORIZATION_HEADER"]
 
 log = logging.getLogger("mcpkit.auth")
 
+_UNAVAILABLE = "Service Unavailable: cannot verify tokens now"
+
 #: The longest ``Authorization`` header read; a longer one is refused (401) unread.
 MAX_AUTHORIZATION_HEADER = 16 * 1024
+
+
+#: The ``Retry-After`` of a 503 when the verifier does not say when to come back.
+DEFAULT_RETRY_AFTER = 5
 
 
 @dataclass(frozen=True)
 class AuthRefusal(Exception):
     """Why a request was refused: its HTTP status, the ``WWW-Authenticate`` header (if
-    any) and a short text body."""
+    any), a short text body, and for a 503 the seconds after which to retry."""
 
     status: int
     www_authenticate: str | None
     text: str
+    retry_after: int = DEFAULT_RETRY_AFTER
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         out = [(b"www-authenticate", self.www_authenticate.encode())] if self.www_authenticate else []
         if self.status == 503:
-            out.append((b"retry-after", b"5"))
+            out.append((b"retry-after", str(self.retry_after).encode()))
         return out
+
+
+def _retry_after(exc: VerifierUnavailable) -> int:
+    """Whole seconds (1 to 3600) from the verifier's hint, else the default."""
+    hint = getattr(exc, "retry_after", None)
+    if isinstance(hint, (int, float)) and not isinstance(hint, bool) and math.isfinite(hint):
+        return min(3600, max(1, math.ceil(hint)))
+    return DEFAULT_RETRY_AFTER
+
+
+def _cause(exc: BaseException, token: str) -> str:
+    """The traceback of ``exc``, with every occurrence of ``token`` blanked out."""
+    return "".join(traceback.format_exception(exc)).replace(token, "[the token]")
 
 
 def _quoted(value: str) -> str:
@@ -149,7 +174,9 @@ class ResourceServer:
         token, for one the verifier refuses, or for one whose ``expires_at`` is the
         verifier's ``leeway`` (:func:`~mcpkit.auth.verifiers.leeway_of`) or more past —
         checked here for every verifier alike; 403 for missing scopes; 503 when the
-        verifier cannot decide. Cancellation while the verifier works abandons it."""
+        verifier cannot decide (``Retry-After`` as its :class:`VerifierUnavailable`
+        suggests) or raises anything else (logged). Cancellation while the verifier works
+        abandons it."""
         required = list(self.required_scopes)
         if authorization is None:
             raise AuthRefusal(401, self.challenge(scopes=required), "Unauthorized: a bearer token is required")
@@ -162,6 +189,8 @@ class ResourceServer:
             raise AuthRefusal(401, challenge, "Unauthorized: use Authorization: Bearer <token>")
         try:
             identity = await self.verifier.verify(token)
+            if not isinstance(identity, AccessToken):
+                raise TypeError(f"the verifier returned {type(identity).__name__}, not an AccessToken")
             check_expiry(identity, leeway_of(self.verifier))
         except InvalidToken as exc:
             log.debug("token refused: %s", exc)
@@ -169,7 +198,10 @@ class ResourceServer:
             raise AuthRefusal(401, challenge, "Unauthorized: invalid token") from None
         except VerifierUnavailable as exc:
             log.warning("cannot verify tokens: %s", exc)
-            raise AuthRefusal(503, None, "Service Unavailable: cannot verify tokens now") from None
+            raise AuthRefusal(503, None, _UNAVAILABLE, _retry_after(exc)) from None
+        except Exception as exc:  # a verifier's bug or an unforeseen failure: closed, like an outage
+            log.error("the token verifier failed; the request is refused with 503: %s", _cause(exc, token))
+            raise AuthRefusal(503, None, _UNAVAILABLE) from None
         if identity.principal is None:
             identity = dataclasses.replace(identity, token_digest=hashlib.sha256(token.encode()).hexdigest()[:32])
         if check_scopes:

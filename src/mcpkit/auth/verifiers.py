@@ -20,11 +20,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Protocol
 
 from .identity import AccessToken
+from .jwks import Keys, KeySetCache, KeySetUnavailable
 
 __all__ = [
     "TokenVerifier",
@@ -42,6 +45,10 @@ __all__ = [
 #: ``leeway`` says otherwise.
 DEFAULT_LEEWAY: Final = 30.0
 
+#: The most tokens an :class:`IntrospectionVerifier` remembers answers for, accepted
+#: and refused each (the oldest make room).
+MAX_CACHED: Final = 10_000
+
 
 class InvalidToken(Exception):
     """The token must be refused: malformed, forged, expired, or not for this resource.
@@ -49,8 +56,14 @@ class InvalidToken(Exception):
 
 
 class VerifierUnavailable(Exception):
-    """The verifier cannot decide now (its JWKS or introspection endpoint is down): the
-    request is refused with 503, never let through."""
+    """The verifier cannot decide now (its JWKS or introspection endpoint is down or
+    overloaded): the request is refused with 503, never let through. ``retry_after``, when
+    given, is the seconds after which trying again makes sense: the 503's
+    ``Retry-After`` (default 5 s)."""
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def _leeway(value: object) -> float:
@@ -58,6 +71,21 @@ def _leeway(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
         raise ValueError("leeway must be a finite number of seconds >= 0")
     return float(value)
+
+
+def _seconds(timeout: object, **durations: object) -> None:
+    """Raises ``ValueError`` unless ``timeout`` is a finite number of seconds > 0 and
+    each of ``durations`` one >= 0 (named in the message)."""
+    for name, value in {"timeout": timeout, **durations}.items():
+        positive = name == "timeout"
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+            or (positive and value == 0)
+        ):
+            raise ValueError(f"{name} must be a finite number of seconds {'> 0' if positive else '>= 0'}")
 
 
 def leeway_of(verifier: object) -> float:
@@ -112,11 +140,19 @@ class JWTVerifier:
 
     Checks the signature (only ``algorithms``; never ``none``), ``iss`` == ``issuer``,
     ``aud`` contains ``audience`` (this resource's URL, RFC 8707), and ``exp``/``nbf``
-    with ``leeway`` seconds. The key set is fetched on first use and cached for
-    ``cache_ttl`` seconds; a token naming a key id the cache lacks triggers one refetch
-    (key rotation), at most every ``min_refetch`` seconds. Fetches time out after
-    ``timeout`` seconds. ``http_client`` (an ``httpx.AsyncClient``) is used if given.
-    Raises ``ValueError`` for a ``none`` or ``HS*`` algorithm or a negative ``leeway``.
+    with ``leeway`` seconds.
+
+    The key set (docs/auth.md, "When the key set cannot be fetched") is fetched on first
+    use, one fetch at a time whoever waits for it, each within ``timeout`` seconds. It is
+    fresh for ``cache_ttl`` seconds, then refreshed in the background while it goes on
+    serving. While the endpoint fails, fetches back off (1 s doubling to
+    ``max_backoff``; meanwhile a request that needs a fetch gets 503 at once) and the last
+    key set fetched keeps serving for at most ``max_stale`` seconds past its
+    ``cache_ttl`` (0: not at all). A token naming a key id the set lacks triggers one
+    refetch (key rotation), at most every ``min_refetch`` seconds. ``http_client`` (an
+    ``httpx.AsyncClient``) is used if given. Raises ``ValueError`` for a ``none`` or
+    ``HS*`` algorithm or a negative ``leeway``, ``cache_ttl``, ``max_stale``,
+    ``min_refetch`` or ``max_backoff``, or a ``timeout`` that is not positive.
     """
 
     def __init__(
@@ -131,60 +167,67 @@ class JWTVerifier:
         min_refetch: float = 10.0,
         timeout: float = 5.0,
         http_client: Any = None,
+        max_stale: float = 3600.0,
+        max_backoff: float = 60.0,
     ) -> None:
         import jwt  # the auth extra: fail at construction, not at the first request
 
         if not algorithms or any(a.lower() == "none" or a.startswith("HS") for a in algorithms):
             raise ValueError("algorithms must be asymmetric signature algorithms (not none, not HS*)")
+        _seconds(timeout=timeout, cache_ttl=cache_ttl, max_stale=max_stale, min_refetch=min_refetch, max_backoff=max_backoff)
         self._jwt = jwt
         self.jwks_url = jwks_url
         self.issuer = issuer
         self.audience = [audience] if isinstance(audience, str) else list(audience)
         self.algorithms = list(algorithms)
         self.leeway = _leeway(leeway)
-        self.cache_ttl = cache_ttl
-        self.min_refetch = min_refetch
         self.timeout = timeout
         self._http = http_client
-        self._keys: dict[str, Any] = {}
-        self._fetched_at = -1e18
-        self._lock = asyncio.Lock()
+        self._keys = KeySetCache(
+            self._fetch,
+            url=jwks_url,
+            cache_ttl=cache_ttl,
+            max_stale=max_stale,
+            min_refetch=min_refetch,
+            max_backoff=max_backoff,
+            timeout=timeout,
+        )
 
-    async def _fetch(self) -> None:
+    async def _fetch(self) -> Keys:
+        """The key set at ``jwks_url``. Raises :class:`KeySetUnavailable` saying what went
+        wrong (an unreachable endpoint, an error status, a document that is not a key set)."""
         import httpx
 
         client = self._http or httpx.AsyncClient(timeout=self.timeout)
         try:
             resp = await client.get(self.jwks_url, timeout=self.timeout)
-            resp.raise_for_status()
+            if resp.status_code != 200:
+                raise KeySetUnavailable(f"HTTP {resp.status_code}")
             keyset = self._jwt.PyJWKSet.from_dict(resp.json())
         except (httpx.HTTPError, ValueError, self._jwt.PyJWTError) as exc:
-            raise VerifierUnavailable(f"cannot fetch the JWKS: {type(exc).__name__}") from None
+            raise KeySetUnavailable(type(exc).__name__) from None
         finally:
             if self._http is None:
                 await client.aclose()
-        self._keys = {k.key_id: k for k in keyset.keys if k.key_id}
-        self._default = keyset.keys[0] if len(keyset.keys) == 1 else None
-        self._fetched_at = time.monotonic()
+        keys = {k.key_id: k for k in keyset.keys if k.key_id}
+        return keys, keyset.keys[0] if len(keyset.keys) == 1 else None
 
     async def _key(self, kid: str | None) -> Any:
-        async with self._lock:
-            age = time.monotonic() - self._fetched_at
-            if age > self.cache_ttl or (kid not in self._keys and age > self.min_refetch):
-                await self._fetch()
-        if kid is None:
-            if self._default is None:
-                raise InvalidToken("the token names no key id and the key set has several keys")
-            return self._default
-        key = self._keys.get(kid)
+        try:
+            key = await self._keys.key(kid)
+        except KeySetUnavailable as exc:
+            raise VerifierUnavailable(str(exc), retry_after=exc.retry_after) from None
         if key is None:
+            if kid is None:
+                raise InvalidToken("the token names no key id and the key set has several keys")
             raise InvalidToken("the token is signed by an unknown key")
         return key
 
     async def verify(self, token: str) -> AccessToken:
         """The identity ``token`` proves. Raises :class:`InvalidToken` (bad signature,
-        algorithm, issuer, audience, expiry) or :class:`VerifierUnavailable` (the key set
-        cannot be fetched). Cancellation during a key fetch abandons the fetch."""
+        algorithm, issuer, audience, expiry) or :class:`VerifierUnavailable` (no usable key
+        set can be had now). Cancellation abandons the wait for a key fetch, not the
+        fetch (other requests may be waiting for it)."""
         jwt = self._jwt
         try:
             header = jwt.get_unverified_header(token)
@@ -192,7 +235,8 @@ class JWTVerifier:
             raise InvalidToken("not a JWT") from None
         if header.get("alg") not in self.algorithms:
             raise InvalidToken("the token's algorithm is not accepted")
-        key = await self._key(header.get("kid"))
+        kid = header.get("kid")
+        key = await self._key(kid if isinstance(kid, str) else None)
         try:
             claims = jwt.decode(
                 token,
@@ -214,13 +258,70 @@ class JWTVerifier:
         return identity_from_claims(claims)
 
 
+#: An introspection gives up its slot once the endpoint has not answered for this many
+#: times ``timeout`` (an endpoint that drips its answer cannot hold slots for ever).
+_HOLD_LIMIT: Final = 3
+
+#: A token as RFC 6750 lets a ``Bearer`` header carry it (``b64token``); nothing else
+#: can be a token worth asking an authorization server about.
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+class _Expiring:
+    """At most ``size`` values by key, each until its own deadline (``time.time()``);
+    the oldest entry makes room for a new one."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: dict[str, tuple[float, Any]] = {}
+
+    def get(self, key: str, now: float) -> Any:
+        item = self._items.get(key)
+        if item is None:
+            return None
+        if item[0] <= now:
+            del self._items[key]
+            return None
+        return item[1]
+
+    def put(self, key: str, value: Any, until: float) -> None:
+        self._items.pop(key, None)
+        while len(self._items) >= self._size:
+            del self._items[next(iter(self._items))]
+        self._items[key] = (until, value)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class _Shared:
+    """One introspection in flight, and how many requests wait for its answer."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[AccessToken]
+        self.waiters = 0
+
+
 class IntrospectionVerifier:
     """Verifies opaque tokens with an RFC 7662 introspection endpoint, authenticating
     with ``client_id``/``client_secret`` (HTTP Basic). Refuses inactive tokens and,
     when ``audience`` is given, tokens whose ``aud`` does not contain it, and tokens
-    whose ``exp`` is ``leeway`` seconds past. Answers are cached for ``cache_ttl``
-    seconds (never past the token's ``exp`` plus ``leeway``). Raises ``ValueError`` for a
-    negative ``leeway``."""
+    whose ``exp`` is ``leeway`` seconds past.
+
+    What the endpoint is asked is bounded, so a flood of made-up tokens cannot turn this
+    server into a load generator against the authorization server (docs/auth.md,
+    "Introspection"): a token that cannot be one (not RFC 6750 ``b64token`` syntax) is
+    refused without asking; concurrent requests with the same token share one
+    introspection; at most ``max_concurrent`` introspections are in flight at once (one
+    holds its slot until the endpoint answers, even if nobody waits any more), and a
+    token that cannot get its answer (a free slot included) within ``timeout`` seconds
+    gets 503; an accepted token's answer is kept ``cache_ttl`` seconds (never past its
+    ``exp`` plus ``leeway``), a refused one's ``negative_ttl`` seconds (each cache holds
+    :data:`MAX_CACHED` tokens, by digest). Raises ``ValueError`` for a negative
+    ``leeway``, ``cache_ttl`` or ``negative_ttl``, a ``max_concurrent`` below 1 or a
+    ``timeout`` that is not positive."""
 
     def __init__(
         self,
@@ -233,39 +334,116 @@ class IntrospectionVerifier:
         timeout: float = 5.0,
         http_client: Any = None,
         leeway: float = DEFAULT_LEEWAY,
+        negative_ttl: float = 10.0,
+        max_concurrent: int = 16,
     ) -> None:
         import httpx
 
+        _seconds(timeout=timeout, cache_ttl=cache_ttl, negative_ttl=negative_ttl)
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+            raise ValueError("max_concurrent must be an integer >= 1")
         self._httpx = httpx
         self.url = url
         self._auth = httpx.BasicAuth(client_id, client_secret)
         self.audience = audience
         self.cache_ttl = cache_ttl
+        self.negative_ttl = negative_ttl
+        self.max_concurrent = max_concurrent
         self.timeout = timeout
         self.leeway = _leeway(leeway)
         self._http = http_client
-        self._cache: dict[str, tuple[float, AccessToken]] = {}
+        self._accepted = _Expiring(MAX_CACHED)
+        self._refused = _Expiring(MAX_CACHED)
+        self._inflight: dict[str, _Shared] = {}
+        self._slots: asyncio.Semaphore | None = None
 
     async def verify(self, token: str) -> AccessToken:
-        """The identity ``token`` proves. Raises :class:`InvalidToken` (inactive,
-        another audience, expired) or :class:`VerifierUnavailable` (the endpoint cannot
-        be reached or answers an error)."""
+        """The identity ``token`` proves. Raises :class:`InvalidToken` (not a token,
+        inactive, another audience, expired; for a while also every later time it is
+        presented) or :class:`VerifierUnavailable` (the endpoint cannot be reached, answers
+        an error, or no answer could be had within ``timeout``). Cancellation abandons the
+        wait, not an introspection other requests for the same token may share."""
+        if not _B64TOKEN.fullmatch(token):
+            raise InvalidToken("the token is malformed")
         key = hashlib.sha256(token.encode()).hexdigest()
-        cached = self._cache.get(key)
         now = time.time()
-        if cached is not None and cached[0] > now:
-            return cached[1]
+        accepted: AccessToken | None = self._accepted.get(key, now)
+        if accepted is not None:
+            return accepted
+        refused: str | None = self._refused.get(key, now)
+        if refused is not None:
+            raise InvalidToken(refused)
+        shared = self._inflight.get(key)
+        if shared is None or shared.task.get_loop() is not asyncio.get_running_loop():
+            shared = self._inflight[key] = _Shared()
+            shared.task = asyncio.ensure_future(self._introspect(token, key, shared))
+            shared.task.add_done_callback(_retrieve)
+        shared.waiters += 1
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await asyncio.shield(shared.task)
+        except TimeoutError:
+            raise VerifierUnavailable(f"no introspection answer within {self.timeout:g} s", retry_after=1) from None
+        finally:
+            shared.waiters -= 1
+
+    async def _introspect(self, token: str, key: str, shared: _Shared) -> AccessToken:
+        """Ask the endpoint about ``token`` once a slot is free (within ``timeout``, and
+        only if a request still waits for the answer), and remember what it said. The slot
+        is held until the endpoint answers — also when every request that wanted the
+        answer has stopped waiting meanwhile — so that the endpoint never has more than
+        ``max_concurrent`` of our introspections to work on; an answer that takes
+        :data:`_HOLD_LIMIT` timeouts gives the slot up. Raises as :meth:`verify`."""
+        try:
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.max_concurrent)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise VerifierUnavailable("too many introspections in flight", retry_after=1) from None
+            if not shared.waiters:  # everyone gave up while it waited for a slot: do not ask
+                self._slots.release()
+                raise VerifierUnavailable("too many introspections in flight", retry_after=1)
+            try:
+                async with asyncio.timeout(_HOLD_LIMIT * self.timeout):
+                    claims = await self._ask(token)
+            except TimeoutError:
+                raise VerifierUnavailable("the introspection endpoint answers too slowly", retry_after=1) from None
+            finally:
+                self._slots.release()
+            try:
+                identity = self._identity(claims)
+            except InvalidToken as exc:
+                if self.negative_ttl > 0:
+                    self._refused.put(key, str(exc), time.time() + self.negative_ttl)
+                raise
+            now = time.time()
+            last = now + self.cache_ttl if identity.expires_at is None else identity.expires_at + self.leeway
+            until = min(now + self.cache_ttl, last)
+            if until > now:
+                self._accepted.put(key, identity, until)
+            return identity
+        finally:
+            self._inflight.pop(key, None)
+
+    async def _ask(self, token: str) -> Any:
+        """The endpoint's JSON answer about ``token`` (each step of the exchange within
+        ``timeout``). Raises :class:`VerifierUnavailable` if it cannot be had."""
         httpx = self._httpx
         client = self._http or httpx.AsyncClient(timeout=self.timeout)
         try:
             resp = await client.post(self.url, data={"token": token}, auth=self._auth, timeout=self.timeout)
             resp.raise_for_status()
-            claims = resp.json()
+            return resp.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise VerifierUnavailable(f"cannot reach the introspection endpoint: {type(exc).__name__}") from None
         finally:
             if self._http is None:
                 await client.aclose()
+
+    def _identity(self, claims: Any) -> AccessToken:
+        """The identity an introspection answer describes. Raises :class:`InvalidToken`."""
         if not isinstance(claims, dict) or claims.get("active") is not True:
             raise InvalidToken("the token is not active")
         if self.audience is not None:
@@ -274,13 +452,14 @@ class IntrospectionVerifier:
             if self.audience not in auds:
                 raise InvalidToken("the token is not for this resource (aud)")
         identity = identity_from_claims(claims)
-        check_expiry(identity, self.leeway, now)
-        last = now + self.cache_ttl if identity.expires_at is None else identity.expires_at + self.leeway
-        until = min(now + self.cache_ttl, last)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[key] = (until, identity)
+        check_expiry(identity, self.leeway)
         return identity
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a shared introspection's exception as seen (its waiters, if any, got it)."""
+    if not future.cancelled():
+        future.exception()
 
 
 class FunctionVerifier:

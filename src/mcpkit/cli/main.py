@@ -1,10 +1,14 @@
 """The ``mcpkit`` command (docs/cli.md): ``run`` and ``dev`` serve a server of yours;
 ``list``, ``call``, ``read`` and ``prompt`` talk to any server, spawned (a command
-line) or remote (a URL).
+line) or remote (a URL), or to all the servers of a host's configuration file;
+``install`` adds a server to a host's configuration.
 
-Exit codes: 0 ok, 1 the tool failed (``isError``), 2 the server answered with a
-protocol error, 3 timeout, 4 the server could not be started or reached; 64 a usage
-error, 69 ``dev`` without an Inspector, 130 interrupted.
+Exit codes: 0 ok, 1 the tool failed (``isError``) or ``install`` refused to replace an
+entry, 2 the server answered with a protocol error, 3 timeout, 4 the server could not be
+started or reached; 64 a usage error, 69 ``dev`` without an Inspector, 74 ``install``
+cannot write the host's file, 130 interrupted. ``--config FILE`` runs ``list``, ``call``,
+``read`` and ``prompt`` over the servers of a host's configuration file (``hosting.py``);
+``install`` adds a server to a host's (``install.py``).
 
 Built on click (the command-line library uvicorn already depends on) and rich (the
 tables and the progress bar); rich is imported only by the commands that print.
@@ -15,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -24,6 +30,7 @@ import click
 from .._version import __version__
 from ..protocol.versions import supports
 from .session import (
+    CANT_WRITE,
     INTERRUPTED,
     OK,
     TOOL_ERROR,
@@ -35,6 +42,10 @@ from .session import (
 
 if TYPE_CHECKING:
     from ..client.client import Client
+    from ..client.options import ClientOptions
+    from ..host.group import ClientGroup
+    from ..protocol.types import CallToolResult
+    from .hosting import GroupCommand, Plan
     from .render import Output
 
 __all__ = ["main", "cli"]
@@ -121,14 +132,70 @@ def _client_command(target: str, common: _Common, action: Callable[[Client, Outp
         text = data if isinstance(data, str) else json.dumps(data)
         out.err.print(f"[dim]log {level}{' ' + logger if logger else ''}: {text}[/]", markup=True, highlight=False)
 
-    try:
-        options = client_options(common.era, common.timeout, on_log, common.log_level)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+    options = _options(common, on_log)
     try:
         return asyncio.run(run_session(where, options, lambda client: action(client, out), out.error))
     except KeyboardInterrupt:
         return INTERRUPTED
+
+
+def _options(common: _Common, on_log: Callable[[str, Any, str | None], None] | None) -> ClientOptions:
+    try:
+        return client_options(common.era, common.timeout, on_log, common.log_level)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _group_command(config: str, common: _Common, plan: Callable[[ClientGroup], Plan], action: GroupCommand) -> int:
+    """Run ``action`` over the servers of the configuration at ``config``; the exit code."""
+    from .hosting import run_group
+    from .render import Output
+
+    if common.headers:
+        raise click.UsageError("-H is for a URL TARGET; with --config, a server's headers are in the file")
+    logging.getLogger("mcpkit").addHandler(logging.NullHandler())  # the servers' failures are noted below, once
+    out = Output(common.as_json)
+    options = _options(common, None)
+    try:
+        return asyncio.run(run_group(config, options, plan, action, out))
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+def _words(config: str | None, words: Sequence[str], names: Sequence[str], optional: int) -> list[str | None]:
+    """The positional arguments of a client command: ``names`` (TARGET first, which
+    --config leaves out), the last ``optional`` of them optional. Raises ``UsageError``."""
+    wanted = list(names[1:]) if config is not None else list(names)
+    required = len(wanted) - optional
+    if len(words) < required:
+        missing = wanted[len(words)]
+        raise click.UsageError(f"missing argument {missing}" + (" (with --config there is no TARGET)" if config else ""))
+    if len(words) > len(wanted):
+        raise click.UsageError(f"unexpected argument {words[len(wanted)]!r} (expected {' '.join(wanted)})")
+    return [*words, *([None] * (len(wanted) - len(words)))]
+
+
+def _routed(name: str) -> Callable[[ClientGroup], Plan]:
+    """The plan of a command on one item named ``server.name``: start that server only."""
+
+    def plan(group: ClientGroup) -> Plan:
+        from .hosting import server_of
+
+        server = server_of(name, list(group.servers))
+        if server is None:
+            servers = ", ".join(group.servers) or "none"
+            raise ValueError(f"{name!r} names no server of the configuration: use server.name (servers: {servers})")
+        return [server], lambda _: server
+
+    return plan
+
+
+def _log_printer(out: Output) -> Callable[[str, str, Any, str | None], None]:
+    def on_log(server: str, level: str, data: Any, logger: str | None) -> None:
+        text = data if isinstance(data, str) else json.dumps(data)
+        out.err.print(f"[dim]log {level} {server}{' ' + logger if logger else ''}: {text}[/]", markup=True, highlight=False)
+
+    return on_log
 
 
 # --- the commands ------------------------------------------------------------------------------
@@ -136,16 +203,22 @@ def _client_command(target: str, common: _Common, action: Callable[[Client, Outp
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="mcpkit", message="%(prog)s %(version)s")
-def cli() -> None:
+@click.option("--config", "config", metavar="FILE", default=None,
+              help="A host's configuration file (mcpServers, or VS Code's servers): list, call, read and prompt "
+                   "work on all its servers, naming items server.name, and take no TARGET.")  # fmt: skip
+@click.pass_context
+def cli(ctx: click.Context, config: str | None) -> None:
     """Run, inspect and call Model Context Protocol servers.
 
     TARGET is a server command, spawned and spoken to over stdio ("python server.py",
     "node build/index.js stdio"), or the URL of a Streamable HTTP endpoint
-    (http://127.0.0.1:8000/mcp).
+    (http://127.0.0.1:8000/mcp). With --config FILE, the servers of a host's
+    configuration instead (mcpkit --config servers.json call weather.forecast ...).
 
     Exit codes: 0 ok, 1 tool error, 2 protocol error, 3 timeout, 4 connection
     (the server could not be started or reached); 64 usage error.
     """
+    ctx.obj = config
 
 
 @cli.command()
@@ -178,13 +251,25 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str)
     return OK
 
 
+_WHAT = ("all", "tools", "resources", "templates", "prompts")
+
+
 @cli.command("list")
-@click.argument("target")
-@click.argument("what", type=click.Choice(["all", "tools", "resources", "templates", "prompts"]), default="all")
+@click.argument("words", nargs=-1, metavar="TARGET [WHAT]")
+@click.option("--server", "servers", multiple=True, metavar="NAME", help="With --config: only this server (repeatable).")
 @_common_options
-def list_(target: str, what: str, **common: Any) -> int:
+@click.pass_obj
+def list_(config: str | None, /, words: tuple[str, ...], servers: tuple[str, ...], **common: Any) -> int:
     """List what TARGET offers: its tools, resources, resource templates and prompts
-    (all by default, or only WHAT)."""
+    (all by default, or only WHAT: tools, resources, templates or prompts). With
+    --config, what all the file's servers offer (or those of --server)."""
+    given = _words(config, words, ("TARGET", "WHAT"), optional=1)
+    target, what = (given[0], given[1]) if config is None else (None, given[0])
+    what = what or "all"
+    if what not in _WHAT:
+        raise click.BadParameter(f"{what!r} is not one of {', '.join(_WHAT)}", param_hint="WHAT")
+    if servers and config is None:
+        raise click.UsageError("--server goes with --config")
 
     async def action(client: Client, out: Output) -> int:
         caps = client.server_capabilities
@@ -203,54 +288,120 @@ def list_(target: str, what: str, **common: Any) -> int:
             found["resourceTemplates"] = await client.list_all_resource_templates()
         if "prompts" in wanted:
             found["prompts"] = await client.list_all_prompts()
-        if out.as_json:
-            out.json(found)
-            return OK
-        for key, show in (("tools", out.tools), ("resources", out.resources),
-                          ("resourceTemplates", out.templates), ("prompts", out.prompts)):  # fmt: skip
-            if key in found:
-                show(found[key])
-        if not found:
-            out.note("the server offers no tools, resources or prompts")
-        return OK
+        return _show_lists(out, found)
 
+    if config is not None:
+        return _group_command(config, _Common(**common), lambda group: (list(servers) or None, lambda _: None), _list_group(what))
+    assert target is not None
     return _client_command(target, _Common(**common), action)
 
 
+def _list_group(what: str) -> GroupCommand:
+    async def action(group: ClientGroup, out: Output) -> int:
+        from .hosting import states_json
+
+        found: dict[str, Any] = {}
+        if what in ("all", "tools"):
+            found["tools"] = await group.list_tools()
+        if what in ("all", "resources"):
+            found["resources"] = await group.list_resources()
+        if what in ("all", "templates"):
+            found["resourceTemplates"] = await group.list_resource_templates()
+        if what in ("all", "prompts"):
+            found["prompts"] = await group.list_prompts()
+        if what == "all":
+            found = {key: items for key, items in found.items() if items}
+        if out.as_json:
+            out.json({**found, "servers": states_json(group)})
+            return OK
+        return _show_lists(out, found)
+
+    return action
+
+
+def _show_lists(out: Output, found: dict[str, Any]) -> int:
+    if out.as_json:
+        out.json(found)
+        return OK
+    for key, show in (("tools", out.tools), ("resources", out.resources),
+                      ("resourceTemplates", out.templates), ("prompts", out.prompts)):  # fmt: skip
+        if key in found:
+            show(found[key])
+    if not found:
+        out.note("the server offers no tools, resources or prompts")
+    return OK
+
+
 @cli.command()
-@click.argument("target")
-@click.argument("tool")
-@click.argument("arguments", required=False)
+@click.argument("words", nargs=-1, metavar="TARGET TOOL [ARGUMENTS]")
 @click.option("-a", "--arg", "pairs", multiple=True, metavar="NAME=VALUE",
               help="An argument (repeatable); VALUE is JSON if it parses as JSON, else a string.")  # fmt: skip
 @click.option("--no-progress", is_flag=True, help="No progress bar (it shows only on a terminal anyway).")
 @_common_options
-def call(target: str, tool: str, arguments: str | None, pairs: tuple[str, ...], no_progress: bool, **common: Any) -> int:
-    """Call TOOL on TARGET with ARGUMENTS, a JSON object.
+@click.pass_obj
+def call(config: str | None, /, words: tuple[str, ...], pairs: tuple[str, ...], no_progress: bool, **common: Any) -> int:
+    """Call TOOL on TARGET with ARGUMENTS, a JSON object (with --config, TOOL is
+    server.tool and there is no TARGET).
 
     Prints the tool's content (or, with --json, its whole result). While it runs, the
     server's progress notifications drive a progress bar on stderr. Exits 1 when the
     tool reports an error.
     """
+    if config is None:
+        target, tool, arguments = _words(config, words, ("TARGET", "TOOL", "ARGUMENTS"), optional=1)
+    else:
+        target, (tool, arguments) = None, _words(config, words, ("TARGET", "TOOL", "ARGUMENTS"), optional=1)
+    assert tool is not None
     args = _arguments(arguments, pairs)
 
-    async def action(client: Client, out: Output) -> int:
+    async def call_with(make_call: Callable[[Any], Awaitable[CallToolResult]], out: Output) -> int:
         from .render import ProgressBar
 
         with ProgressBar(out, tool, enabled=not no_progress) as bar:
-            result = await client.call_tool(tool, args, on_progress=bar.update if bar.enabled else None)
+            result = await make_call(bar.update if bar.enabled else None)
         out.tool_result(result)
         return TOOL_ERROR if result.is_error else OK
 
+    if config is not None:
+
+        async def on_group(group: ClientGroup, out: Output) -> int:
+            return await call_with(lambda progress: group.call_tool(tool, args, on_progress=progress), out)
+
+        return _group_command(config, _Common(**common), _routed(tool), on_group)
+
+    async def action(client: Client, out: Output) -> int:
+        return await call_with(lambda progress: client.call_tool(tool, args, on_progress=progress), out)
+
+    assert target is not None
     return _client_command(target, _Common(**common), action)
 
 
 @cli.command()
-@click.argument("target")
-@click.argument("uri")
+@click.argument("words", nargs=-1, metavar="TARGET URI")
+@click.option("--server", default=None, metavar="NAME", help="With --config: the server to read from (else the one listing URI).")
 @_common_options
-def read(target: str, uri: str, **common: Any) -> int:
-    """Read the resource at URI from TARGET (text as it is; binary contents described)."""
+@click.pass_obj
+def read(config: str | None, /, words: tuple[str, ...], server: str | None, **common: Any) -> int:
+    """Read the resource at URI from TARGET (text as it is; binary contents described).
+    With --config, from the server that lists it (or --server)."""
+    if server is not None and config is None:
+        raise click.UsageError("--server goes with --config")
+    if config is not None:
+        (wanted,) = _words(config, words, ("TARGET", "URI"), optional=0)
+        assert wanted is not None
+        where: str = wanted
+
+        async def on_group(group: ClientGroup, out: Output) -> int:
+            out.resource(await group.read_resource(where, server=server))
+            return OK
+
+        def plan(group: ClientGroup) -> Plan:
+            return ([server] if server else None), lambda g: server or g.server_of_uri(where)
+
+        return _group_command(config, _Common(**common), plan, on_group)
+    target, uri = _words(config, words, ("TARGET", "URI"), optional=0)
+    assert target is not None
+    assert uri is not None
 
     async def action(client: Client, out: Output) -> int:
         out.resource(await client.read_resource(uri))
@@ -260,20 +411,89 @@ def read(target: str, uri: str, **common: Any) -> int:
 
 
 @cli.command()
-@click.argument("target")
-@click.argument("name")
-@click.argument("arguments", required=False)
+@click.argument("words", nargs=-1, metavar="TARGET NAME [ARGUMENTS]")
 @click.option("-a", "--arg", "pairs", multiple=True, metavar="NAME=VALUE", help="An argument (repeatable).")
 @_common_options
-def prompt(target: str, name: str, arguments: str | None, pairs: tuple[str, ...], **common: Any) -> int:
-    """Get the prompt NAME from TARGET, filled in with ARGUMENTS (a JSON object of strings)."""
+@click.pass_obj
+def prompt(config: str | None, /, words: tuple[str, ...], pairs: tuple[str, ...], **common: Any) -> int:
+    """Get the prompt NAME from TARGET, filled in with ARGUMENTS (a JSON object of
+    strings). With --config, NAME is server.prompt and there is no TARGET."""
+    if config is None:
+        target, name, arguments = _words(config, words, ("TARGET", "NAME", "ARGUMENTS"), optional=1)
+    else:
+        target, (name, arguments) = None, _words(config, words, ("TARGET", "NAME", "ARGUMENTS"), optional=1)
+    assert name is not None
     args = _arguments(arguments, pairs, strings=True)
+    if config is not None:
+
+        async def on_group(group: ClientGroup, out: Output) -> int:
+            out.prompt(await group.get_prompt(name, args or None))
+            return OK
+
+        return _group_command(config, _Common(**common), _routed(name), on_group)
 
     async def action(client: Client, out: Output) -> int:
         out.prompt(await client.get_prompt(name, args or None))
         return OK
 
+    assert target is not None
     return _client_command(target, _Common(**common), action)
+
+
+@cli.command()
+@click.argument("host", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode"]))
+@click.argument("target")
+@click.option("--name", default=None,
+              help="The server's name in the host.  [default: the script's or program's name, or the URL's host]")
+@click.option("-e", "--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
+              help="An environment variable for the server (repeatable).")
+@click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'",
+              help="An HTTP header for a URL TARGET (repeatable).")
+@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True,
+              help="The user's configuration, or the project's (in the current folder; not for Claude Desktop).")
+@click.option("--config-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write this file instead of the host's own.")
+@click.option("--force", is_flag=True, help="Replace an entry of the same name (or rewrite a file with comments).")
+def install(host: str, target: str, name: str | None, env_pairs: tuple[str, ...], headers: tuple[str, ...], scope: str,
+            config_file: Path | None, force: bool) -> int:  # fmt: skip
+    """Add TARGET, a server command or a URL, to the configuration of HOST, and print the
+    file changed.
+
+    HOST is claude-desktop, claude-code, cursor or vscode. A command run with Python (or
+    mcpkit) is written with this interpreter's absolute path, and the files it names with
+    theirs: mcpkit install claude-desktop "python server.py" --env API_KEY=... An
+    existing entry of that name is never replaced without --force (exit 1).
+    """
+    from .install import HOSTS, InstallError, config_path, default_name, entry_for, install as add
+
+    try:
+        where = parse_target(target, _headers(headers))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
+    env: dict[str, str] = {}
+    for pair in env_pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--env")
+        env[key] = value
+    if headers and where.url is None:
+        raise click.UsageError("-H is for a URL TARGET")
+    chosen = name or default_name(where)
+    try:
+        entry = entry_for(host, where, env)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        path = config_file or config_path(host, scope)  # type: ignore[arg-type]
+        done = add(path, host, chosen, entry, force=force)  # type: ignore[arg-type]
+    except InstallError as exc:
+        click.echo(f"mcpkit: {exc}", err=True)
+        return TOOL_ERROR if exc.refused else CANT_WRITE
+    if done.changed:
+        click.echo(f"added server {chosen!r} to {done.path} ({HOSTS[host]})")
+    else:
+        click.echo(f"server {chosen!r} is already in {done.path} ({HOSTS[host]}), unchanged")
+    return OK
 
 
 @cli.command()

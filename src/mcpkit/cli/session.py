@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import shutil
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..client.client import Client
 from ..client.options import ClientOptions
-from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
+from ..protocol.errors import INTERNAL_ERROR, ConnectionClosed, McpError, RequestTimeout
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..transports.base import Transport
 from ..transports.stdio.process import StdioTransport
@@ -27,10 +29,15 @@ __all__ = [
     "CONNECTION",
     "USAGE",
     "UNAVAILABLE",
+    "CANT_WRITE",
     "INTERRUPTED",
     "Target",
     "parse_target",
     "run_session",
+    "report_failure",
+    "path_hint",
+    "ErrorReport",
+    "without_inline_tail",
 ]
 
 #: Exit codes scripts can rely on.
@@ -41,6 +48,7 @@ TIMEOUT = 3  # no answer within --timeout
 CONNECTION = 4  # the server could not be started or reached, or went away
 USAGE = 64  # a bad option or argument (sysexits EX_USAGE; click's own 2 would read as a protocol error)
 UNAVAILABLE = 69  # `mcpkit dev`: the MCP Inspector cannot be found or installed (EX_UNAVAILABLE)
+CANT_WRITE = 74  # `mcpkit install`: the host's configuration cannot be read or written (EX_IOERR)
 INTERRUPTED = 130  # Ctrl-C
 
 Era = Literal["auto", "modern", "legacy"]
@@ -107,33 +115,96 @@ async def run_session(
 ) -> int:
     """Connect, run ``action(client)`` and close; the exit code of how it went. Failures
     are handed to ``report`` (with the tail of a spawned server's stderr when it could
-    not be reached) rather than raised."""
+    not be reached or failed with an internal error, and a hint for an HTTP URL that
+    misses the endpoint's path) rather than raised."""
     transport = target.transport()
     try:
         async with Client(transport, options) as client:
             return await action(client)
-    except RequestTimeout as exc:
-        report(TIMEOUT, "timeout", exc.code, f"no answer within {options.request_timeout:g} s", None)
+    except (McpError, OSError) as exc:  # the client is closed: a spawned server's stderr is all read
+        return report_failure(exc, options, report, stderr=_stderr_lines(transport), url=target.url)
+
+
+def report_failure(
+    exc: McpError | OSError, options: ClientOptions, report: ErrorReport, *, stderr: list[str], url: str | None
+) -> int:
+    """Hand ``exc`` to ``report`` as the documented exit code and kind (docs/cli.md), and
+    return the code. ``stderr``: the last lines the server wrote there, shown when it
+    could not be reached or failed with an internal error; ``url``: the HTTP URL it was
+    reached at, for the hint when it answered 307 or 404."""
+    if isinstance(exc, RequestTimeout):
+        default = exc.message == "Request timed out"
+        report(TIMEOUT, "timeout", exc.code, f"no answer within {options.request_timeout:g} s" if default else exc.message, None)
         return TIMEOUT
-    except ConnectionClosed as exc:
-        report(CONNECTION, "connection", None, _why(exc.message, transport), None)
+    if isinstance(exc, ConnectionClosed):
+        report(CONNECTION, "connection", None, _with_stderr(exc.message, stderr[-15:]), None)
         return CONNECTION
-    except McpError as exc:
-        if isinstance(exc.data, dict) and isinstance(exc.data.get("status"), int) and "body" in exc.data:
-            # an HTTP refusal (wrong path, unauthorized, ...), not an answer of the protocol
-            report(CONNECTION, "connection", exc.code, exc.message, exc.data)
-            return CONNECTION
-        report(PROTOCOL_ERROR, "protocol", exc.code, exc.message, exc.data)
-        return PROTOCOL_ERROR
-    except OSError as exc:
-        report(CONNECTION, "connection", None, _why(f"cannot start or reach the server: {exc}", transport), None)
+    if isinstance(exc, OSError):
+        report(CONNECTION, "connection", None, _with_stderr(f"cannot start or reach the server: {exc}", stderr[-15:]), None)
         return CONNECTION
+    data = exc.data if isinstance(exc.data, dict) else None
+    if data is not None and isinstance(data.get("status"), int) and "body" in data:
+        # an HTTP refusal (wrong path, unauthorized, ...), not an answer of the protocol
+        report(CONNECTION, "connection", exc.code, exc.message + path_hint(url, data["status"]), exc.data)
+        return CONNECTION
+    message = exc.message
+    if exc.code == INTERNAL_ERROR and not exc.local:
+        reference = data.get("reference") if data is not None else None
+        message = _with_stderr(message, _about(stderr, reference if isinstance(reference, str) else None))
+    report(PROTOCOL_ERROR, "protocol", exc.code, message, exc.data)
+    return PROTOCOL_ERROR
 
 
-def _why(message: str, transport: Transport) -> str:
-    """``message``, with the last lines the spawned server wrote to stderr, if any."""
+def _about(stderr: list[str], reference: str | None, lines: int = 15, most: int = 40) -> list[str]:
+    """What of a server's stderr explains a failure: from the line that names the error's
+    ``reference`` (an mcpkit server logs the exception under it) to the end, at most
+    ``most`` lines; else the last ``lines``."""
+    if reference:
+        for i in range(len(stderr) - 1, -1, -1):
+            if reference in stderr[i]:
+                return stderr[i : i + most]
+    return stderr[-lines:]
+
+
+def path_hint(url: str | None, status: int) -> str:
+    """For an HTTP URL answered with a redirect or a 404, a hint at the endpoint's usual
+    path (``/mcp``) — "" when there is nothing to say."""
+    if url is None or status not in (301, 302, 307, 308, 404):
+        return ""
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path
+    if path.endswith("/") and path.rstrip("/"):
+        better = parts._replace(path=path.rstrip("/")).geturl()
+        return f"\nhint: the server redirects or does not know {path!r}; try without the trailing slash: {better}"
+    if path.rstrip("/").endswith("/mcp"):
+        return ""
+    base = path.rstrip("/")
+    better = parts._replace(path=f"{base}/mcp", query="", fragment="").geturl()
+    if base:
+        root = parts._replace(path="/mcp", query="", fragment="").geturl()
+        return f"\nhint: nothing serves MCP at {path!r}; Streamable HTTP endpoints are usually at /mcp: try {better} or {root}"
+    return f"\nhint: nothing serves MCP at the server's root; Streamable HTTP endpoints are usually at /mcp: try {better}"
+
+
+def _stderr_lines(transport: Transport) -> list[str]:
+    """The lines a spawned server wrote to its stderr (what was kept of them), if any."""
     if isinstance(transport, StdioTransport):
-        tail = transport.stderr_output.decode(errors="replace").strip().splitlines()[-15:]
-        if tail:
-            return message + "\nthe server's stderr:\n  " + "\n  ".join(tail)
+        return transport.stderr_output.decode(errors="replace").strip().splitlines()
+    return []
+
+
+def without_inline_tail(message: str) -> str:
+    """``message`` without the one-line stderr tail a spawned server's reason ends with."""
+    return _INLINE_TAIL.sub("", message)
+
+
+def _with_stderr(message: str, tail: list[str]) -> str:
+    """``message``, with the last lines the spawned server wrote to stderr, if any (then
+    without the one-line tail the transport's reason carries)."""
+    if tail:
+        return _INLINE_TAIL.sub("", message) + "\nthe server's stderr:\n  " + "\n  ".join(tail)
     return message
+
+
+#: The tail a spawned server's reason ends with (``StdioTransport``), before a closing parenthesis if any.
+_INLINE_TAIL: Final = re.compile(r"; stderr: .*?(?=\)?$)", re.DOTALL)

@@ -7,18 +7,20 @@ modern era a result is dispatched on its kind, here and nowhere else: ``complete
 decoded as the type the caller wants, ``input_required`` is answered and sent again
 (:mod:`.rounds`), and a ``tools/call`` that became a ``task`` is followed to its end
 (:mod:`.tasks`) — all within the attempt's deadline. A retry (:mod:`.retry`) repeats the
-whole attempt, input rounds included.
+whole attempt, input rounds included. Whether a tool the client has not listed may be
+retried is learned when it first matters: at its first transient failure the client lists
+the tools and reads the tool's annotations.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from ..protocol.errors import RequestTimeout
+from ..protocol.errors import McpError, RequestTimeout
 from ..protocol.interactive import MRTR_METHODS
 from ..runtime.peer import ProgressCallback, check_timeout
 from .core import CallCore, in_handshake
@@ -50,6 +52,11 @@ class Calling(CallCore, Protocol):
         """Whether a lost connection is coming back (or already has)."""
         ...
 
+    async def learn_tools(self) -> None:
+        """List every tool, to learn which say they are read-only or idempotent. Raises
+        as every typed call does."""
+        ...
+
 
 async def typed_call(
     core: Calling,
@@ -75,7 +82,8 @@ async def typed_call(
     reset_on = options.reset_timeout_on_progress if reset is None else reset
     total = options.max_total_timeout if max_total is None else check_timeout(max_total)
     policy = options.retry if retry is None else retry
-    if policy is not None and (in_handshake() or not is_idempotent(core, method, params, idempotent)):
+    known = False if in_handshake() else is_idempotent(core, method, params, idempotent)
+    if known is False:
         policy = None
 
     if policy is None:  # the common case, without the retry loop's machinery
@@ -89,8 +97,30 @@ async def typed_call(
         return _attempt(core, method, params, tp, limit, on_progress, reset_on, total, rounds)
 
     return await with_retries(
-        attempt, method=method, timeout=wait, policy=policy, events=core.events, recoverable=core.recoverable
+        attempt,
+        method=method,
+        timeout=wait,
+        policy=policy,
+        events=core.events,
+        recoverable=core.recoverable,
+        may_retry=None if known else _learned(core, params),
     )
+
+
+def _learned(core: Calling, params: dict[str, Any] | None) -> Callable[[], Awaitable[bool]]:
+    """For a tool the client has not listed: whether it may be retried, learned from a
+    listing of the tools the first time the question comes up (a transient failure). A
+    listing that fails says no."""
+    name = params.get("name") if params else None
+
+    async def may_retry() -> bool:
+        try:
+            await core.learn_tools()
+        except McpError:
+            return False
+        return isinstance(name, str) and core.idempotent_tools.get(name, False)
+
+    return may_retry
 
 
 async def _attempt(
@@ -130,12 +160,15 @@ async def _attempt(
     raise too_many_rounds(limit)
 
 
-def is_idempotent(core: Calling, method: str, params: dict[str, Any] | None, declared: bool | None) -> bool:
+def is_idempotent(core: Calling, method: str, params: dict[str, Any] | None, declared: bool | None) -> bool | None:
     """Whether a request may run more than once: as the caller ``declared``, else by its
-    method (a tool: by its annotations, as the client last listed them)."""
+    method (a tool: by its annotations, as the client last listed them; None for a tool
+    it has not listed, which the client learns when it needs to know)."""
     if declared is not None:
         return declared
     if method == "tools/call":
         name = params.get("name") if params else None
-        return isinstance(name, str) and core.idempotent_tools.get(name, False)
+        if not isinstance(name, str):
+            return False
+        return core.idempotent_tools.get(name)
     return method in IDEMPOTENT_METHODS

@@ -138,8 +138,10 @@ class Client(FeatureRequests):
         await self._session.call(self._session.policy.ping_method, None, dict[str, Any], timeout, retry=retry)
 
     async def discover(self, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> DiscoverResult:
-        """``server/discover``: the server's versions, capabilities and identity."""
-        return await self._session.call("server/discover", None, DiscoverResult, timeout, retry=retry)
+        """``server/discover``: the server's versions, capabilities and identity, which
+        also fill in :attr:`server_info`, :attr:`server_capabilities` and
+        :attr:`instructions` (in either era). Raises as every typed call does."""
+        return await self._session.discover(timeout, retry)
 
     # --- tasks (docs/tasks.md) ------------------------------------------------------------------
 
@@ -185,6 +187,13 @@ class Client(FeatureRequests):
     def is_connected(self) -> bool:
         """Whether the connection is open."""
         return self._session.connected
+
+    @property
+    def is_reconnecting(self) -> bool:
+        """Whether a lost connection is being got back (a supervised server restarting, an
+        HTTP server being reached again): calls made meanwhile wait for it, within their
+        deadline (docs/timeouts-and-retries.md)."""
+        return self._session.reconnecting
 
     def listen(
         self,

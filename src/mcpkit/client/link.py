@@ -35,7 +35,7 @@ from typing import Protocol, runtime_checkable
 
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
 from ..protocol.events import RequestId
-from ..runtime.channel import Restartable, Transport
+from ..runtime.channel import Restartable, SupervisesStart, Transport
 from ..runtime.outcome import fail_waiters
 from ..runtime.peer import Peer
 from .core import handshaking
@@ -130,15 +130,39 @@ class Link:
         return self.peer
 
     async def open(self) -> None:
-        """Start the transport and negotiate. Raises what they raise (the caller closes)."""
+        """Start the transport and negotiate. Raises what they raise (the caller closes).
+
+        Over a transport that supervises its first start (:class:`SupervisesStart`), a
+        start that fails with ``ConnectionClosed`` (the process exited, the server could
+        not be reached) is tried again after the transport's back-off, reported as a
+        restart (or a reconnection attempt) would be, until it succeeds or the transport
+        gives up (its ``ConnectionClosed`` is raised then)."""
         transport = self._session.transport
         if isinstance(transport, SelfHealing):
             transport.on_session_renewed = self.session_renewed
         if isinstance(transport, LosesRequests):
             transport.on_request_lost = self.request_lost
-        peer = self._new_peer()
-        await peer.start()
-        await self._handshake(restore=False)
+        attempts = 0
+        while True:
+            peer = self._new_peer()
+            try:
+                await peer.start()
+                await self._handshake(restore=False)
+            except ConnectionClosed as exc:
+                if not (isinstance(transport, SupervisesStart) and transport.supervises_start):
+                    raise
+                assert isinstance(transport, Restartable)  # a transport that supervises its start restarts
+                delay = transport.restart_delay(exc.message)  # raises ConnectionClosed when it gives up
+                if delay is None:
+                    raise
+                attempts += 1
+                if isinstance(transport, Supervisor):
+                    self._session.events.emit(ServerRestarted(transport.restarts, delay, exc.message))
+                else:
+                    self._session.events.emit(ReconnectScheduled(attempts, delay, exc.message))
+                await asyncio.sleep(delay)  # the next start() ends what is left of this one
+                continue
+            break
         self._established = True
 
     async def _handshake(self, *, restore: bool) -> None:
@@ -251,7 +275,7 @@ class Link:
             delay = transport.restart_delay(reason)
         except ConnectionClosed as gave_up:
             return None, gave_up
-        return delay, ConnectionClosed(f"Connection closed: {reason}")
+        return delay, ConnectionClosed(reason if isinstance(exc, ConnectionClosed) else f"Connection closed: {reason}")
 
     def _finish(self) -> None:
         recovery, self.recovery, self._task = self.recovery, None, None

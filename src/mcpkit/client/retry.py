@@ -173,12 +173,15 @@ async def with_retries(
     policy: RetryPolicy | None,
     events: Events,
     recoverable: Callable[[], bool],
+    may_retry: Callable[[], Awaitable[bool]] | None = None,
 ) -> T:
     """Run ``attempt(timeout)`` under ``policy`` (None: once). ``recoverable()`` says
-    whether a lost connection is coming back. Raises the first error unchanged when no
-    retry follows it; after retries, :class:`RetriesExhausted` for a transient failure,
-    or the non-transient error itself with a note per earlier attempt. Cancellation
-    propagates at once (during a wait as well)."""
+    whether a lost connection is coming back; ``may_retry()``, if given, is asked once,
+    at the first transient failure, whether the request may run again at all (False:
+    that failure is raised as it is). Raises the first error unchanged when no retry
+    follows it; after retries, :class:`RetriesExhausted` for a transient failure, or the
+    non-transient error itself with a note per earlier attempt. Cancellation propagates
+    at once (during a wait as well)."""
     if policy is None or policy.max_attempts == 1:
         try:
             return await attempt(timeout)
@@ -204,6 +207,10 @@ async def with_retries(
                 for i, earlier in enumerate(failures[:-1], 1):
                     exc.add_note(f"attempt {i}: {flatten_text(str(earlier), 200)}")
                 raise
+            if may_retry is not None:
+                allowed, may_retry = await may_retry(), None
+                if not allowed:
+                    raise
             delay, stop = _next_wait(policy, number, verdict[1], end - loop.time())
             if stop is not None:
                 raise RetriesExhausted(method, failures, stop) from exc

@@ -37,19 +37,20 @@ from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, EraPolicy
 from ..protocol.errors import URL_ELICITATION_REQUIRED, ConnectionClosed, McpError
 from ..protocol.events import RequestId
-from ..protocol.types import LOG_LEVELS, EmptyResult, Tool
+from ..protocol.types import LOG_LEVELS, DiscoverResult, EmptyResult, ListToolsResult, Tool
 from ..runtime.channel import Transport
 from ..runtime.peer import ProgressCallback
 from ..runtime.tracing import ClientRequest, trace_client_requests
 from .calls import typed_call
 from .core import Negotiated, in_handshake
 from .events import Events
+from .features import all_pages
 from .handlers import ServerMessages
 from .link import Link, Supervisor
-from .negotiation import adopt_offered_version, negotiate
+from .negotiation import adopt_offered_version, negotiate, record_discovery
 from .options import ClientOptions
 from .results import url_elicitation_required
-from .retry import tool_is_idempotent
+from .retry import RetryPolicy, tool_is_idempotent
 
 __all__ = ["Session"]
 
@@ -92,6 +93,11 @@ class Session:
     def recoverable(self) -> bool:
         """Whether a lost connection is coming back (or already has)."""
         return self.link.recoverable()
+
+    @property
+    def reconnecting(self) -> bool:
+        """Whether a lost connection is being got back now."""
+        return self.link.recovery is not None
 
     async def open(self) -> None:
         """Start the transport and negotiate. Raises what starting and negotiating raise
@@ -167,6 +173,23 @@ class Session:
             self.meta = {**self.meta, meta_keys.LOG_LEVEL: level}
             return
         await self.call("logging/setLevel", {"level": level}, EmptyResult, timeout)
+
+    async def discover(self, timeout: float | None = None, retry: RetryPolicy | None = None) -> DiscoverResult:
+        """``server/discover``, and what it says about the server reported (its
+        capabilities, instructions and ``serverInfo``: the facade's attributes). Raises as
+        every typed call does."""
+        found = await self.call("server/discover", None, DiscoverResult, timeout, retry=retry)
+        record_discovery(self.facts, found)
+        return found
+
+    async def learn_tools(self) -> None:
+        """List every tool (all pages), to learn which say they are read-only or
+        idempotent. Raises as every typed call does (a local ``McpError`` past 100 pages)."""
+
+        async def page(cursor: str | None) -> ListToolsResult:
+            return await self.call("tools/list", {"cursor": cursor} if cursor else None, ListToolsResult, None)
+
+        self.remember_tools(await all_pages(page, "tools", 100))
 
     def remember_tools(self, tools: Iterable[Tool]) -> None:
         """Note which of ``tools`` say they are read-only or idempotent."""

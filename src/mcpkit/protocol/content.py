@@ -1,17 +1,21 @@
 """MCP content blocks: text, image, audio, resource links and embedded resources, the
-``Content`` union a result or a prompt message carries. Re-exported by :mod:`.types`.
+``Content`` union a result or a prompt message carries; and :class:`Resource`, which a
+resource link is (the specification derives one from the other). Re-exported by
+:mod:`.types`.
 """
 
 from __future__ import annotations
 
 from msgspec import field
 
-from .wire import Annotations, Meta, _Wire
+from .wire import Annotations, Icon, Meta, WireStruct
 
-__all__ = ["TextContent", "ImageContent", "AudioContent", "ResourceLink", "ResourceContents", "EmbeddedResource", "Content"]
+__all__ = [
+    "TextContent", "ImageContent", "AudioContent", "Resource", "ResourceLink", "ResourceContents", "EmbeddedResource", "Content",
+]
 
 
-class TextContent(_Wire, kw_only=True, tag_field="type", tag="text"):
+class TextContent(WireStruct, kw_only=True, tag_field="type", tag="text"):
     """A text content block (``"type": "text"``): what a tool returns a ``str`` as.
 
     Attributes:
@@ -25,7 +29,7 @@ class TextContent(_Wire, kw_only=True, tag_field="type", tag="text"):
     meta: Meta | None = field(default=None, name="_meta")
 
 
-class ImageContent(_Wire, kw_only=True, tag_field="type", tag="image"):
+class ImageContent(WireStruct, kw_only=True, tag_field="type", tag="image"):
     """An image content block (``"type": "image"``).
 
     Attributes:
@@ -41,7 +45,7 @@ class ImageContent(_Wire, kw_only=True, tag_field="type", tag="image"):
     meta: Meta | None = field(default=None, name="_meta")
 
 
-class AudioContent(_Wire, kw_only=True, tag_field="type", tag="audio"):
+class AudioContent(WireStruct, kw_only=True, tag_field="type", tag="audio"):
     """An audio content block (``"type": "audio"``).
 
     Attributes:
@@ -57,19 +61,19 @@ class AudioContent(_Wire, kw_only=True, tag_field="type", tag="audio"):
     meta: Meta | None = field(default=None, name="_meta")
 
 
-class ResourceLink(_Wire, kw_only=True, tag_field="type", tag="resource_link"):
-    """A content block that points to a resource by URI instead of embedding it
-    (``"type": "resource_link"``); the client may read it with ``resources/read``.
+class Resource(WireStruct, kw_only=True):
+    """A resource as ``resources/list`` describes it.
 
     Attributes:
-        uri: The resource's URI.
+        uri: The URI to read it by.
         name: Its name.
         title: A human-readable title.
         description: What it holds.
         mime_type: Its media type, if known.
         size: Its size in bytes, if known.
         annotations: Optional hints for the client.
-        meta: The block's ``_meta``.
+        icons: Icons a client may show.
+        meta: The resource's ``_meta``.
     """
 
     uri: str
@@ -79,10 +83,19 @@ class ResourceLink(_Wire, kw_only=True, tag_field="type", tag="resource_link"):
     mime_type: str | None = None
     size: int | None = None
     annotations: Annotations | None = None
+    icons: list[Icon] | None = None
     meta: Meta | None = field(default=None, name="_meta")
 
 
-class ResourceContents(_Wire, kw_only=True):
+class ResourceLink(Resource, kw_only=True, tag_field="type", tag="resource_link"):
+    """A content block that points to a resource by URI instead of embedding it
+    (``"type": "resource_link"``); the client may read it with ``resources/read``. As in
+    the specification, it is a :class:`Resource` with a ``type``: the same fields,
+    ``icons`` included.
+    """
+
+
+class ResourceContents(WireStruct, kw_only=True):
     """One piece of a resource: ``text`` for text, ``blob`` (base64) for binary.
 
     Attributes:
@@ -100,7 +113,7 @@ class ResourceContents(_Wire, kw_only=True):
     meta: Meta | None = field(default=None, name="_meta")
 
 
-class EmbeddedResource(_Wire, kw_only=True, tag_field="type", tag="resource"):
+class EmbeddedResource(WireStruct, kw_only=True, tag_field="type", tag="resource"):
     """A content block that carries a resource's contents (``"type": "resource"``).
 
     Attributes:

@@ -119,13 +119,14 @@ class RequestTimeout(McpError):
     """A request's deadline passed before its response arrived (local, code -32001).
 
     The request may still have run on the server: treat a timed-out non-idempotent
-    request as having an unknown outcome.
+    request as having an unknown outcome. ``message`` may say more than the default
+    (what timed out, what to tune).
     """
 
     local = True
 
-    def __init__(self, request_id: int | str | None = None) -> None:
-        super().__init__(REQUEST_TIMEOUT, "Request timed out", {"id": request_id})
+    def __init__(self, request_id: int | str | None = None, message: str = "Request timed out") -> None:
+        super().__init__(REQUEST_TIMEOUT, message, {"id": request_id})
 
 
 class ConnectionClosed(McpError):

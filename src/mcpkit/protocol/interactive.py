@@ -16,7 +16,7 @@ import msgspec
 from msgspec import field
 
 from .errors import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED, McpError, flatten_text
-from .types import Result, Root, _Wire
+from .types import Result, Root, WireStruct
 
 __all__ = [
     "ELICIT",
@@ -47,7 +47,7 @@ INPUT_REQUIRED: Final = "input_required"
 MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
-class SamplingMessage(_Wire, kw_only=True):
+class SamplingMessage(WireStruct, kw_only=True):
     """One message of a sampling conversation: ``content`` is a content block (a
     dict such as ``{"type": "text", "text": ...}``) or, since 2025-11-25, a list of
     them (tool use and tool results)."""
@@ -57,7 +57,7 @@ class SamplingMessage(_Wire, kw_only=True):
     meta: dict[str, Any] | None = field(default=None, name="_meta")
 
 
-class ElicitRequestParams(_Wire, kw_only=True):
+class ElicitRequestParams(WireStruct, kw_only=True):
     """What the server asks the user (``elicitation/create``): a form described by
     ``requested_schema`` (``mode="form"``), or a ``url`` to open (``mode="url"``, with
     its ``elicitation_id``)."""
@@ -70,7 +70,7 @@ class ElicitRequestParams(_Wire, kw_only=True):
     meta: dict[str, Any] | None = field(default=None, name="_meta")
 
 
-class CreateMessageParams(_Wire, kw_only=True):
+class CreateMessageParams(WireStruct, kw_only=True):
     """What the server asks the client's model (``sampling/createMessage``)."""
 
     messages: list[SamplingMessage]
@@ -121,7 +121,7 @@ class ListRootsResult(Result, kw_only=True):
     roots: list[Root]
 
 
-class InputRequest(_Wire, kw_only=True):
+class InputRequest(WireStruct, kw_only=True):
     """One request of an :class:`InputRequiredResult`."""
 
     method: str

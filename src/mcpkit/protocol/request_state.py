@@ -7,19 +7,31 @@ HMAC-SHA256 under a key every node of a deployment shares, so any node can conti
 the exchange and none has to keep anything; a state that was altered, belongs to
 another request or has expired is refused with -32602. It is signed, not encrypted: it
 holds only what the client itself answered.
+
+A token has exactly one spelling: both halves are unpadded URL-safe base64 and are decoded
+strictly (another alphabet, padding, or stray characters are refused, and so are unused
+bits that are not zero), so a server that remembers the states it has seen recognises a
+replayed one however it is written. Each exchange — the first round of a request and every
+retry that continues it — carries one random *exchange id*, sealed with the answers and
+kept from round to round: :attr:`mcpkit.Context.exchange_id`, which a handler records to
+make a step single-use (docs/interactive.md, "Replays"). Within its TTL a state can be
+presented again; nothing here remembers it.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import os
 import time
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
 
 from .errors import INVALID_PARAMS, McpError
 
-__all__ = ["StateSealer", "request_digest"]
+__all__ = ["StateSealer", "OpenedState", "request_digest", "new_exchange_id"]
 
 _VERSION: Final = 1
 _encode = msgspec.json.Encoder(order="sorted").encode
@@ -40,7 +52,30 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """The bytes of unpadded URL-safe base64 ``text``, decoded strictly. Raises
+    ``ValueError`` for anything but the one canonical spelling of some bytes: characters
+    outside the alphabet, ``=`` padding, a length no encoding has, non-zero unused bits."""
+    try:
+        data = base64.b64decode(text.encode("ascii") + b"=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    except (UnicodeEncodeError, binascii.Error):
+        raise ValueError("not canonical base64") from None
+    if _b64(data) != text:  # "=" inside, or unused bits set: another spelling of these bytes
+        raise ValueError("not canonical base64")
+    return data
+
+
+def new_exchange_id() -> str:
+    """A fresh random exchange id (128 bits, URL-safe)."""
+    return _b64(os.urandom(16))
+
+
+@dataclass(frozen=True)
+class OpenedState:
+    """What an opened ``requestState`` holds: the recorded ``answers`` and the id of the
+    ``exchange`` it continues."""
+
+    answers: dict[str, Any]
+    exchange: str
 
 
 def _refused(why: str) -> McpError:
@@ -68,13 +103,23 @@ class StateSealer:
 
         return hmac.new(self._key, body, hashlib.sha256).digest()
 
-    def seal(self, digest: str, answers: dict[str, Any], *, subject: str | None = None, now: float | None = None) -> str:
+    def seal(
+        self,
+        digest: str,
+        answers: dict[str, Any],
+        *,
+        exchange: str,
+        subject: str | None = None,
+        now: float | None = None,
+    ) -> str:
         """A token for the request named ``digest`` that carries ``answers`` (its
-        recorded input responses) and, when given, the authenticated ``subject``."""
+        recorded input responses), the ``exchange`` id and, when given, the authenticated
+        ``subject`` (its principal)."""
         payload: dict[str, Any] = {
             "v": _VERSION,
             "d": digest,
             "a": answers,
+            "e": exchange,
             "x": int((time.time() if now is None else now) + self.ttl),
         }
         if subject is not None:
@@ -82,10 +127,11 @@ class StateSealer:
         body = _encode(payload)
         return _b64(body) + "." + _b64(self._mac(body))
 
-    def open(self, token: Any, digest: str, *, subject: str | None = None, now: float | None = None) -> dict[str, Any]:
-        """The answers sealed in ``token``. Raises ``McpError(-32602)`` if it is not a
-        token of ours, was altered, belongs to another request or subject, or has
-        expired."""
+    def open(self, token: Any, digest: str, *, subject: str | None = None, now: float | None = None) -> OpenedState:
+        """The answers and the exchange id sealed in ``token``. Raises
+        ``McpError(-32602)`` if it is not a token of ours in its one canonical spelling,
+        was altered, belongs to another request or subject, or has expired. A valid token
+        opens as often as it is presented until it expires."""
         if not isinstance(token, str) or token.count(".") != 1 or len(token) > 1 << 20:
             raise _refused("is malformed")
         body_text, mac_text = token.split(".")
@@ -106,4 +152,7 @@ class StateSealer:
         if not isinstance(expiry, int) or (time.time() if now is None else now) > expiry:
             raise _refused("has expired; send the request again without it")
         answers = payload.get("a")
-        return answers if isinstance(answers, dict) else {}
+        exchange = payload.get("e")
+        if not isinstance(exchange, str):  # sealed before exchange ids: its own MAC names it
+            exchange = _b64(mac[:16])
+        return OpenedState(answers if isinstance(answers, dict) else {}, exchange)

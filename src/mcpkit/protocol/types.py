@@ -15,10 +15,13 @@ from typing import Any, Literal
 
 from msgspec import field
 
-from .content import AudioContent, Content, EmbeddedResource, ImageContent, ResourceContents, ResourceLink, TextContent
+from .content import AudioContent, Content, EmbeddedResource, ImageContent, Resource, ResourceContents, ResourceLink, TextContent
 from .params import (
     CallToolParams,
     CompleteParams,
+    CompletionArgument as CompletionArgument,
+    CompletionContext as CompletionContext,
+    CompletionRef as CompletionRef,
     CursorParams,
     GetPromptParams,
     InitializeParams,
@@ -26,12 +29,7 @@ from .params import (
     ReadResourceParams,
     SetLevelParams,
 )
-from .params import CompletionArgument as CompletionArgument
-from .params import CompletionContext as CompletionContext
-from .params import CompletionRef as CompletionRef
-from .wire import LOG_LEVELS, Annotations, Icon, Implementation, LogLevel
-from .wire import Meta as Meta
-from .wire import _Wire as _Wire
+from .wire import LOG_LEVELS, Annotations, Icon, Implementation, LogLevel, Meta as Meta, WireStruct as WireStruct
 
 __all__ = [
     "LOG_LEVELS",
@@ -82,7 +80,7 @@ __all__ = [
 # --- results -----------------------------------------------------------------------------
 
 
-class Result(_Wire, kw_only=True):
+class Result(WireStruct, kw_only=True):
     """Fields every result may carry. ``result_type`` is set on modern-era results."""
 
     meta: Meta | None = field(default=None, name="_meta")
@@ -98,7 +96,7 @@ class EmptyResult(Result, kw_only=True):
     pass
 
 
-class ToolAnnotations(_Wire, kw_only=True):
+class ToolAnnotations(WireStruct, kw_only=True):
     """Hints about a tool's behaviour: not guarantees; trust them as far as you trust
     the server. Clients use them to decide what to confirm with the user and what to
     retry (docs/errors.md, "Retrying safely").
@@ -118,7 +116,7 @@ class ToolAnnotations(_Wire, kw_only=True):
     open_world_hint: bool | None = None
 
 
-class Tool(_Wire, kw_only=True):
+class Tool(WireStruct, kw_only=True):
     """A tool as ``tools/list`` describes it: what a client shows the model.
 
     ``@server.tool`` builds it from the function (name, docstring, type hints);
@@ -176,33 +174,7 @@ class ListToolsResult(Cacheable, kw_only=True):
     next_cursor: str | None = None
 
 
-class Resource(_Wire, kw_only=True):
-    """A resource as ``resources/list`` describes it.
-
-    Attributes:
-        uri: The URI to read it by.
-        name: Its name.
-        title: A human-readable title.
-        description: What it holds.
-        mime_type: Its media type, if known.
-        size: Its size in bytes, if known.
-        annotations: Optional hints for the client.
-        icons: Icons a client may show.
-        meta: The resource's ``_meta``.
-    """
-
-    uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    size: int | None = None
-    annotations: Annotations | None = None
-    icons: list[Icon] | None = None
-    meta: Meta | None = field(default=None, name="_meta")
-
-
-class ResourceTemplate(_Wire, kw_only=True):
+class ResourceTemplate(WireStruct, kw_only=True):
     """A family of resources, as ``resources/templates/list`` describes it.
 
     Attributes:
@@ -260,7 +232,7 @@ class ReadResourceResult(Cacheable, kw_only=True):
     contents: list[ResourceContents]
 
 
-class PromptArgument(_Wire, kw_only=True):
+class PromptArgument(WireStruct, kw_only=True):
     """One argument of a prompt.
 
     Attributes:
@@ -276,7 +248,7 @@ class PromptArgument(_Wire, kw_only=True):
     required: bool | None = None
 
 
-class Prompt(_Wire, kw_only=True):
+class Prompt(WireStruct, kw_only=True):
     """A prompt as ``prompts/list`` describes it.
 
     Attributes:
@@ -296,7 +268,7 @@ class Prompt(_Wire, kw_only=True):
     meta: Meta | None = field(default=None, name="_meta")
 
 
-class PromptMessage(_Wire, kw_only=True):
+class PromptMessage(WireStruct, kw_only=True):
     """One message of a prompt.
 
     Attributes:
@@ -332,7 +304,7 @@ class ListPromptsResult(Cacheable, kw_only=True):
     next_cursor: str | None = None
 
 
-class Completion(_Wire, kw_only=True):
+class Completion(WireStruct, kw_only=True):
     """Suggested values for an argument (at most 100 are sent).
 
     Attributes:
@@ -377,7 +349,7 @@ class InitializeResult(Result, kw_only=True):
     instructions: str | None = None
 
 
-class Root(_Wire, kw_only=True):
+class Root(WireStruct, kw_only=True):
     """A root: a directory or location the client lets servers work in.
 
     Attributes:

@@ -9,7 +9,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["LOG_LEVELS", "LogLevel", "Meta", "Icon", "Implementation", "Annotations"]
+__all__ = ["LOG_LEVELS", "LogLevel", "Meta", "WireStruct", "Icon", "Implementation", "Annotations"]
 
 #: RFC 5424 severities, least to most severe, as MCP logging names them.
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -18,18 +18,18 @@ LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "a
 Meta = dict[str, Any]
 
 
-class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """Base of every wire struct."""
+class WireStruct(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Base of every wire struct: keyword-only, camelCase on the wire, defaults omitted."""
 
 
-class Icon(_Wire, kw_only=True):
+class Icon(WireStruct, kw_only=True):
     src: str
     mime_type: str | None = None
     sizes: list[str] | None = None
     theme: str | None = None
 
 
-class Implementation(_Wire, kw_only=True):
+class Implementation(WireStruct, kw_only=True):
     """A client's or server's name and version (``clientInfo``, ``serverInfo``).
 
     Attributes:
@@ -49,7 +49,7 @@ class Implementation(_Wire, kw_only=True):
     icons: list[Icon] | None = None
 
 
-class Annotations(_Wire, kw_only=True):
+class Annotations(WireStruct, kw_only=True):
     audience: list[str] | None = None
     priority: float | None = None
     last_modified: str | None = None

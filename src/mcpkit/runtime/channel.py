@@ -23,7 +23,9 @@ A transport that can say whether a message handed to it now would wait behind by
 other side has not read yet (:class:`WriteBlocking`) lets the driver hold requests back
 until then, so that a request whose deadline passes meanwhile is never sent. A transport
 that can be started again after it ended (:class:`Restartable`: a supervised server
-process) says how long to wait first, and when to give up.
+process) says how long to wait first, and when to give up; one that also supervises its
+first start (:class:`SupervisesStart`) asks for the same when it fails before the first
+handshake is done.
 
 One more is mcpkit's own (:class:`TakesMessages`, private by name, not part of the
 interface above): a transport that reads what it carries (the HTTP client transport
@@ -39,7 +41,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..protocol.events import RequestId
 
-__all__ = ["Transport", "Pausable", "WriteBlocking", "Restartable", "TakesMessages", "OnMessage", "OnClose"]
+__all__ = [
+    "Transport",
+    "Pausable",
+    "WriteBlocking",
+    "Restartable",
+    "SupervisesStart",
+    "TakesMessages",
+    "OnMessage",
+    "OnClose",
+]
 
 OnMessage = Callable[[bytes], None]
 OnClose = Callable[[str | None], None]
@@ -103,6 +114,17 @@ class Restartable(Protocol):
         to wait before ``start`` may be called again, or None if it does not restart.
         Raises :class:`~mcpkit.protocol.errors.ConnectionClosed`, with a message that
         says why, when it gives up (too many restarts in too short a time)."""
+        ...
+
+
+@runtime_checkable
+class SupervisesStart(Protocol):
+    """A :class:`Restartable` transport that may also be started again when it fails
+    before the first handshake is done (optional)."""
+
+    @property
+    def supervises_start(self) -> bool:
+        """Whether a failed first start counts as a crash (``restart_delay`` decides)."""
         ...
 
 

@@ -36,7 +36,7 @@ from typing import Any, cast
 import msgspec
 
 from ..protocol.engine import Engine, encode
-from ..protocol.errors import INVALID_REQUEST, ConnectionClosed, RequestTimeout
+from ..protocol.errors import INVALID_REQUEST, ConnectionClosed, McpError, RequestTimeout
 from ..protocol.events import (
     CancelReceived,
     NotificationReceived,
@@ -114,6 +114,8 @@ class Peer:
         self._messages = transport if isinstance(transport, TakesMessages) else None
         self._held: deque[Outgoing] = deque()  # our requests not handed over yet: writes are stalled
         self._pump: asyncio.Task[None] | None = None
+        #: What a cancelled inbound request is answered with (None: nothing, it is abandoned).
+        self._cancelled_answer: McpError | None = None
 
     @property
     def in_flight(self) -> int:
@@ -205,8 +207,11 @@ class Peer:
         try:
             result = await self._on_request(ev)
         except asyncio.CancelledError:
-            engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
-            raise
+            answer = self._cancelled_answer
+            if answer is None:
+                engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
+                raise
+            data = engine.respond_error(rid, answer)  # a shutdown the peer is told of
         except BaseException as exc:  # of any type: only this request fails
             data, _ = respond_failure(engine, rid, ev.method, exc)
         else:
@@ -363,6 +368,12 @@ class Peer:
             self.transport.send(data)
 
     # --- shutdown ------------------------------------------------------------------------
+
+    def answer_cancelled(self, error: McpError) -> None:
+        """From now on, an inbound request whose handler is cancelled is answered with
+        ``error`` instead of left unanswered: for a shutdown, after which the peer can
+        no longer cancel anything itself. Never raises."""
+        self._cancelled_answer = error
 
     async def wait_handlers(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for inbound handlers to finish, then cancel the

@@ -12,6 +12,16 @@ the others. The queue is bounded: past
 ``max_pending`` it is collapsed to one notice per list and per resource — the notices
 say only *that* something changed, so nothing a client needs is lost, and memory stays
 bounded by what it subscribed to.
+
+Every change is published on the bus, whether or not this process has subscribers of
+its own: the clients that hear it may be connected to another node (or another worker
+process). A change made on a worker thread (a plain ``def`` handler) is handed to the
+event loop the server serves on — the hub learns it when serving starts and from every
+request dispatched (:meth:`ChangeHub.serving`) — and published from there, as one made
+on the loop is. Changes made before the server serves anything (registrations while it
+is set up) are not published: nobody has heard the lists yet.
+The hub also counts the open ``subscriptions/listen`` requests (:meth:`ChangeHub.admit`),
+so that their number is bounded in all and per principal.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..protocol.errors import INTERNAL_ERROR, McpError
 from ..stores.bus import Change, SubscriptionBus
 
 __all__ = ["ChangeHub", "Subscriber", "LIST_METHODS", "notice"]
@@ -164,25 +175,35 @@ class ChangeHub:
         self._coalescing: set[str] = set()
         self._stop_listening = bus.subscribe(self._fan_out)
         self._closing: set[asyncio.Future[None]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None  # where subscribers were last added
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the server serves (last seen)
+        self._listens = 0
+        self._listens_of: dict[str, int] = {}  # open listens per authorized principal
 
     def __len__(self) -> int:
         return len(self._subscribers)
 
+    def serving(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The server serves on ``loop`` (the dispatcher says so for every request):
+        changes made on worker threads are published from there."""
+        self._loop = loop
+
     # --- publishing -------------------------------------------------------------------------
 
     def list_changed(self, kind: str) -> None:
-        """A list (``tools``, ``prompts``, ``resources``) changed. Changes within
-        :data:`COALESCE_WINDOW` of the first send one notice per list. Safe to call from
-        a worker thread (a plain ``def`` handler). Before the server has served anyone
-        (registrations while it is set up) there is nobody to tell: nothing is sent."""
-        if self._loop is None:
+        """A list (``tools``, ``prompts``, ``resources``) changed: published on the bus
+        for every node's subscribers, this one's included, whether or not it has any.
+        Changes within :data:`COALESCE_WINDOW` of the first send one notice per list.
+        Safe to call from a worker thread (a plain ``def`` handler): the change goes to
+        the loop the server serves on. Before the server serves anything (registrations
+        while it is set up) there is nobody to tell: nothing is sent."""
+        known = self._loop
+        if known is None:
             return
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:  # a worker thread (a plain def handler), or import time
-            if not self._loop.is_closed():
-                self._loop.call_soon_threadsafe(self.list_changed, kind)
+        except RuntimeError:  # a worker thread (a plain def handler)
+            if not known.is_closed():
+                known.call_soon_threadsafe(self.list_changed, kind)
             return
         if not self._coalescing:
             loop.call_later(COALESCE_WINDOW, self._flush)
@@ -197,12 +218,63 @@ class ChangeHub:
     def task_changed(self, task_id: str, state: bytes) -> None:
         """Task ``task_id`` changed; ``state`` is what ``tasks/get`` would answer now
         (JSON). Its listeners are told, in order. Safe to call from a worker thread."""
-        self.bus.publish(Change("task", task_id, state))
+        self._publish(Change("task", task_id, state))
 
     def resource_updated(self, uri: str) -> None:
         """Resource ``uri`` changed: its subscribers are told, in order. Safe to call
         from a worker thread."""
-        self.bus.publish(Change("resource", uri))
+        self._publish(Change("resource", uri))
+
+    def _publish(self, change: Change) -> None:
+        """On the bus; from a worker thread, by way of the serving loop when it is known."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            known = self._loop
+            if known is not None and not known.is_closed():
+                known.call_soon_threadsafe(self.bus.publish, change)
+                return
+        self.bus.publish(change)
+
+    # --- listens ----------------------------------------------------------------------------
+
+    def admit(self, principal: str | None, *, limit: int, per_principal: int) -> Callable[[], None]:
+        """Count one more open ``subscriptions/listen`` (of ``principal``, None without
+        authorization: then only ``limit`` applies); returns what ends it (idempotent).
+        Raises ``McpError(-32603)`` with HTTP status 429 at ``limit`` listens in all or
+        ``per_principal`` for the principal."""
+        if self._listens >= limit:
+            raise McpError(
+                INTERNAL_ERROR, f"Too many subscriptions open: this server holds at most {limit} at once", status=429
+            )
+        if principal is not None and self._listens_of.get(principal, 0) >= per_principal:
+            raise McpError(
+                INTERNAL_ERROR, f"Too many subscriptions open: at most {per_principal} per principal at once", status=429
+            )
+        self._listens += 1
+        if principal is not None:
+            self._listens_of[principal] = self._listens_of.get(principal, 0) + 1
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if ended:
+                return
+            ended = True
+            self._listens -= 1
+            if principal is not None:
+                left = self._listens_of[principal] - 1
+                if left:
+                    self._listens_of[principal] = left
+                else:
+                    del self._listens_of[principal]
+
+        return end
+
+    @property
+    def listens(self) -> int:
+        """How many ``subscriptions/listen`` are open."""
+        return self._listens
 
     # --- subscribers ------------------------------------------------------------------------
 

@@ -51,10 +51,11 @@ from ..protocol.interactive import (
     SamplingMessage,
     missing_capability,
 )
+from ..protocol.request_state import new_exchange_id
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Result, Root
 from ..runtime.outbound import DROP, Notifier, Outbound
 from ..runtime.peer import check_timeout
-from .interaction import Asker, content_converter, elicitation_schema, invalid_content
+from .interaction import Asker, ReplayAsker, content_converter, elicitation_schema, invalid_content
 
 __all__ = ["Context", "Call", "TaskHook", "LogLevel"]
 
@@ -89,16 +90,20 @@ class Call:
     """The server's side of one request being served (see the module's docstring):
     ``session`` (the connection's legacy state, or None), ``policy`` (its era),
     ``outbound`` (the way back to the client), ``asker`` (how its questions travel),
-    ``task`` (the hook of a task tool's call, else None) and ``done``.
+    ``task`` (the hook of a task tool's call, else None), ``done``, and ``params_size``
+    (the bytes of the request's params: what a task holds while its handler runs).
 
     A call is an :class:`~mcpkit.runtime.outbound.Outbound` of its own: its
     notifications go to ``outbound`` until it is over, then nowhere.
     """
 
-    __slots__ = ("asker", "done", "outbound", "policy", "session", "task", "tasked")
+    __slots__ = ("asker", "done", "outbound", "params_size", "policy", "session", "task", "tasked")
 
-    def __init__(self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy) -> None:
+    def __init__(
+        self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy, *, params_size: int = 0
+    ) -> None:
         self.session = session
+        self.params_size = params_size
         self.outbound = outbound
         self.asker = asker
         self.policy = policy
@@ -154,6 +159,7 @@ class Context:
         "_ask_timeout",
         "_asked",
         "_call",
+        "_exchange",
         "_last_progress",
         "_lifespan",
         "_log_level",
@@ -211,6 +217,7 @@ class Context:
         self._lifespan = lifespan
         self._ask_timeout = ask_timeout
         self._asked = 0
+        self._exchange: str | None = None
         #: Free-form per-request storage for middleware and handlers.
         self.state: dict[str, Any] = {}
 
@@ -226,6 +233,20 @@ class Context:
         subject, client id, scopes and claims. None without authorization (stdio, or a
         server that does not require it)."""
         return CURRENT.get()
+
+    @property
+    def exchange_id(self) -> str:
+        """The id of this exchange with the client: in the modern era the same on every
+        round of a multi-round-trip request (random, sealed in its ``requestState``, so
+        the client can neither choose nor change it) and different for every new call;
+        in the legacy era and in a task, where one run serves the whole request, an id of
+        this request alone. A ``requestState`` can be presented again until it expires,
+        so a handler whose step must happen at most once per exchange records this id
+        (docs/interactive.md, "Replays"). Never raises."""
+        if self._exchange is None:
+            asker = self._call.asker
+            self._exchange = asker.exchange_id if isinstance(asker, ReplayAsker) else new_exchange_id()
+        return self._exchange
 
     @property
     def params(self) -> dict[str, Any]:

@@ -16,13 +16,16 @@ params (the one other decode of the bytes), makes the request's
 :class:`~.context.Context` on it, runs the middleware and the handler, and finishes the
 call when the handler is done — a call that became a task is finished by the task
 manager instead. Every exception from user code is mapped here to its wire outcome
-(docs/errors.md), through the era's policy.
+(docs/errors.md), through the era's policy; a store that cannot be reached
+(:class:`~mcpkit.StoreUnavailable`, from the task store say) is -32603 "Service
+unavailable" with HTTP status 503, in both eras.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from logging import getLogger
 from typing import Any, Final
 
 import msgspec
@@ -31,6 +34,7 @@ from ..auth.identity import CURRENT
 from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, MODERN, EraPolicy
 from ..protocol.errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -61,6 +65,7 @@ from ..protocol.types import (
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
+from ..stores.sessions import StoreUnavailable
 from .context import Call, Context
 from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, NoAsker, ReplayAsker
@@ -68,7 +73,9 @@ from .lifespan import LifespanRunner
 from .registry import CallNext, Middleware, Registry
 from .session import Session
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "store_unavailable"]
+
+log = getLogger("mcpkit.server")
 
 #: ``handler(registry, ctx, call, params)``: serves one method (the request handlers of
 #: :mod:`.features`); ``call`` is the server's side of the request (its session, its way
@@ -99,6 +106,15 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "tasks/update": (UpdateTaskParams, tasks.update_task),
     "tasks/cancel": (TaskIdParams, tasks.cancel_task),
 }
+
+
+def store_unavailable(exc: StoreUnavailable, what: str) -> McpError:
+    """The answer to a request that needed a store that cannot be reached: -32603
+    "Service unavailable" with HTTP status 503 (and ``Retry-After`` over HTTP). What
+    failed, and where, goes to the log only."""
+    log.warning("%s failed: %s", what, exc)
+    return McpError(INTERNAL_ERROR, "Service unavailable: the server's store cannot be reached; try again later", status=503)
+
 
 _decoders: dict[type, Any] = {}
 
@@ -157,6 +173,7 @@ class Dispatcher:
     async def serve(self, request: RequestReceived, *, session: Session, outbound: Outbound) -> Any:
         """Serve one request; returns the result or raises :class:`McpError`. Only
         ``CancelledError`` propagates otherwise (the handler is cancelled with it)."""
+        self.registry.hub.serving(asyncio.get_running_loop())
         method = request.method
         head = request.head
         meta = head.read_meta()
@@ -169,11 +186,14 @@ class Dispatcher:
         if spec is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         params_type, handler = spec
-        params = _typed(head, request.params, params_type)
+        raw_params = request.params
+        if method == "subscriptions/listen":  # what a listen holds for its life: checked before decoding
+            subscriptions.check_size(raw_params, self.registry.settings)
+        params = _typed(head, raw_params, params_type)
         registry = self.registry
         settings = registry.settings
         asker = self._asker(policy, method, params, head, outbound)
-        call = Call(session, outbound, asker, policy)
+        call = Call(session, outbound, asker, policy, params_size=len(raw_params))
         ctx = Context(
             request_id=request.id,
             method=method,
@@ -182,7 +202,7 @@ class Dispatcher:
             client_info=info,
             client_capabilities=caps,
             meta=meta if meta is not None else {},
-            raw_params=request.params,
+            raw_params=raw_params,
             outbound=call,
             log_level=level,
             max_text=settings.max_error_text,
@@ -235,6 +255,8 @@ class Dispatcher:
             if exc.local:  # e.g. a RequestTimeout from a client the handler used: not ours to forward
                 return internal_error(exc, f"handler for {method}", expose=expose, limit=limit)
             return bounded(exc, limit)
+        if isinstance(exc, StoreUnavailable):
+            return store_unavailable(exc, method)
         return policy.wire_error(exc, method, expose=expose, limit=limit)
 
     async def _through_middleware(self, ctx: Context, innermost: CallNext) -> Any:

@@ -28,7 +28,7 @@ import msgspec
 
 from ..protocol.errors import INVALID_PARAMS, McpError, RequestTimeout, flatten_text
 from ..protocol.interactive import InputRequest, InputRequiredResult, decode_answer
-from ..protocol.request_state import StateSealer, request_digest
+from ..protocol.request_state import StateSealer, new_exchange_id, request_digest
 from ..protocol.types import Result
 from ..runtime.outbound import Outbound
 from .forms import form_schema as elicitation_schema
@@ -125,10 +125,23 @@ class ReplayAsker:
         self._method = method
         self._params = params
         self._digest_value: str | None = None
-        self._recorded: dict[str, Any] = {} if state is None else sealer.open(state, self._digest, subject=subject)
+        if state is None:
+            self._recorded: dict[str, Any] = {}
+            self._exchange: str | None = None  # minted when first needed
+        else:
+            opened = sealer.open(state, self._digest, subject=subject)
+            self._recorded, self._exchange = opened.answers, opened.exchange
         self._responses: dict[str, Any] = {} if responses is None else responses
         self._answers: dict[str, Any] = {}
         self.pending: dict[str, InputRequest] = {}
+
+    @property
+    def exchange_id(self) -> str:
+        """The id of the exchange this run belongs to: the one sealed in the state the
+        client echoed, or (on the first round) a fresh one that every later round keeps."""
+        if self._exchange is None:
+            self._exchange = new_exchange_id()
+        return self._exchange
 
     @property
     def _digest(self) -> str:
@@ -156,7 +169,7 @@ class ReplayAsker:
         """The ``InputRequiredResult`` for the questions left unanswered by this run."""
         return InputRequiredResult(
             input_requests=dict(self.pending),
-            request_state=self._sealer.seal(self._digest, self._answers, subject=self._subject),
+            request_state=self._sealer.seal(self._digest, self._answers, exchange=self.exchange_id, subject=self._subject),
         )
 
 

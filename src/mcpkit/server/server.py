@@ -13,13 +13,13 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from ..protocol.eras import MODERN
-from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT
+from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT, INTERNAL_ERROR, McpError
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
 from ..protocol.request_state import StateSealer
@@ -40,6 +40,7 @@ from .registration import Registration
 from .registry import CallNext, Middleware, Registry
 from .session import Session
 from .settings import Setting, Settings, check_limit
+from .stopping import SHUTDOWN_MESSAGE, StopSignals
 from .tasks import TaskManager
 
 if TYPE_CHECKING:
@@ -85,6 +86,13 @@ class Server(Registration):
     :class:`~mcpkit.InMemoryTaskStore` of at most 10,000 tasks) for ``task_ttl`` seconds
     from their creation (default 3600), and clients are told to poll every
     ``task_poll_interval`` seconds (default 1).
+
+    Bounds on what one request may make the server hold (docs/limits.md): a URI a
+    request names is at most ``max_uri_length`` characters (16,384); a
+    ``subscriptions/listen``'s params at most ``max_listen_bytes`` (64 KiB); at most
+    ``max_listens`` listens are open at once (1,000), ``max_listens_per_principal`` (32)
+    of them by one authorized principal. Raises ``ValueError`` for a bound that is not
+    positive.
     """
 
     eras = Setting[Literal["dual", "modern", "legacy"]]()
@@ -125,6 +133,10 @@ class Server(Registration):
         task_store: TaskStore | None = None,
         task_ttl: float = 3600.0,
         task_poll_interval: float = 1.0,
+        max_uri_length: int = 16_384,
+        max_listen_bytes: int = 65_536,
+        max_listens: int = 1000,
+        max_listens_per_principal: int = 32,
     ) -> None:
         if eras not in ("dual", "modern", "legacy"):
             raise ValueError("eras must be 'dual', 'modern' or 'legacy'")
@@ -134,6 +146,8 @@ class Server(Registration):
             raise ValueError("page_size must be positive")
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
+        if min(max_uri_length, max_listen_bytes, max_listens, max_listens_per_principal) < 1:
+            raise ValueError("max_uri_length, max_listen_bytes, max_listens and max_listens_per_principal must be positive")
         self.info = Implementation(name=name, version=version, title=title, website_url=website_url)
         self.instructions = instructions
         self.max_message_size = max_message_size
@@ -150,6 +164,10 @@ class Server(Registration):
             ask_timeout=check_timeout(ask_timeout),
             tool_timeout=check_limit(tool_timeout),
             state_sealer=StateSealer(_state_key(state_key), check_timeout(state_ttl)),
+            max_uri_length=max_uri_length,
+            max_listen_bytes=max_listen_bytes,
+            max_listens=max_listens,
+            max_listens_per_principal=max_listens_per_principal,
         )
         settings.hold(self)
         hub = ChangeHub(bus if bus is not None else InMemoryBus())
@@ -223,7 +241,15 @@ class Server(Registration):
         ``serve``, ``run`` and the ASGI app's lifespan use it; use it yourself to run
         the lifespan around something else (a test, a host application). Raises
         :class:`LifespanError` if the lifespan fails to start."""
-        return self._lifespan.running()
+        return self._serving()
+
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[Any]:
+        """:meth:`running`: the lifespan held up, and the hub told where the server
+        serves (from now on the changes made here are published)."""
+        self._registry.hub.serving(asyncio.get_running_loop())
+        async with self._lifespan.running() as state:
+            yield state
 
     def shutdown(self) -> None:
         """End every open modern subscription gracefully (answered, then closed); the
@@ -281,24 +307,50 @@ class Server(Registration):
         **http_options: Any,
     ) -> None:
         """Serve until stopped: ``"stdio"`` until stdin closes; ``"http"`` serves
-        :meth:`asgi_app` with uvicorn on ``host``:``port`` (loopback by default) until
-        SIGINT or SIGTERM, with deadlines for request headers and bodies, a connection
-        cap and a prompt shutdown (docs/limits.md). ``http_options`` go to
-        :meth:`asgi_app`; ``uvicorn_options`` (``header_timeout``, ``body_timeout``,
-        ``max_connections``, or any ``uvicorn.Config`` argument) to the server. Raises
-        ``ImportError`` for HTTP if uvicorn is not installed (``pip install 'mcpkit[http]'``)."""
-        if transport == "stdio":
-            try:
-                asyncio.run(self.serve_stdio())
-            except LifespanError as exc:
-                raise SystemExit(f"{self.info.name}: {exc}") from exc
-        elif transport == "http":
-            from ..transports.http.server.uvicorn import run_uvicorn
+        :meth:`asgi_app` with uvicorn on ``host``:``port`` (loopback by default), with
+        header caps, deadlines for request heads and bodies, connection slots and a
+        prompt shutdown (docs/limits.md). ``http_options`` go to :meth:`asgi_app`;
+        ``uvicorn_options`` (``header_timeout``, ``body_timeout``, ``max_connections``,
+        ``max_header_bytes``, ``max_headers``, or any ``uvicorn.Config`` argument) to the
+        server.
 
-            app = self.asgi_app(path=path, **http_options)
-            run_uvicorn(app, host=host, port=port, log_level=log_level, **(uvicorn_options or {}))
-        else:
+        On either transport, SIGINT or SIGTERM stops the server gracefully: it reads no
+        more requests, gives those in progress their grace (``shutdown_grace`` over stdio,
+        ``timeout_graceful_shutdown`` over HTTP), answers the ones it then cancels with
+        -32603 "Server shutting down: the request was cancelled", and returns (the process
+        exits 0); a second signal forces the stop at once and exits 128 + its number (130
+        for SIGINT, 143 for SIGTERM). A lifespan that fails to start exits 1 with one line
+        on stderr, ``"<name>: the server's lifespan failed to start: ..."``, on either.
+        Raises ``ImportError`` for HTTP if uvicorn is not installed (``pip install
+        'mcpkit[http]'``), ``ValueError`` for another ``transport``."""
+        if transport not in ("stdio", "http"):
             raise ValueError(f"unknown transport {transport!r}")
+        try:
+            if transport == "stdio":
+                status = asyncio.run(self._run_stdio())
+                if status:
+                    raise SystemExit(status)
+            else:
+                from ..transports.http.server.uvicorn import run_uvicorn
+
+                app = self.asgi_app(path=path, **http_options)
+                run_uvicorn(app, host=host, port=port, log_level=log_level, **(uvicorn_options or {}))
+        except LifespanError as exc:
+            raise SystemExit(f"{self.info.name}: {exc}") from exc
+
+    async def _run_stdio(self) -> int:
+        """Serve stdin/stdout until stdin closes, or until SIGINT or SIGTERM (then as
+        :meth:`run` says); the exit status. Raises :class:`LifespanError`."""
+        main = asyncio.current_task()
+        assert main is not None
+        with StopSignals(asyncio.get_running_loop(), main.cancel) as signals:
+            stdio = ServerStdio(max_message_size=self.max_message_size)
+            try:
+                await self._serve(stdio, signals.requested, stdio.stop_reading)
+            except asyncio.CancelledError:
+                if not signals.forced:
+                    raise
+        return signals.exit_status
 
     def asgi_app(self, path: str | None = "/mcp", **options: Any) -> StreamableHTTPApp:
         """This server as a plain ASGI application speaking Streamable HTTP (both eras)
@@ -313,7 +365,9 @@ class Server(Registration):
         sessions live: this process by default; shared by several nodes with
         ``RedisStore.sessions``, with a shared ``event_store``: docs/deploy.md),
         ``health_path`` (None; ``"/healthz"`` serves liveness there and readiness at
-        ``/healthz/ready``), ``sse_transport`` (False; True also serves the deprecated
+        ``/healthz/ready``, under the ``Host``/``Origin`` rules of the endpoint),
+        ``probe_hosts`` (None; hosts the probes may name besides: names, IP networks such
+        as ``"10.0.0.0/8"``, or ``"*"``), ``sse_transport`` (False; True also serves the deprecated
         HTTP+SSE transport of 2024-11-05 at ``sse_path`` (``"/sse"``) and
         ``messages_path`` (``"/messages"``): docs/http.md). The limits are in
         docs/limits.md."""
@@ -331,6 +385,14 @@ class Server(Registration):
         ``max_in_flight`` requests are worked on at once: reading pauses at the bound
         (on a transport that can pause). Cancelling this coroutine cancels every handler
         and closes the transport."""
+        await self._serve(transport, None, None)
+
+    async def _serve(
+        self, transport: Transport, stop: asyncio.Future[int] | None, stop_reading: Callable[[], None] | None
+    ) -> None:
+        """:meth:`serve`, or until ``stop`` completes: then ``stop_reading`` is called, the
+        handlers get their grace, and each one cancelled after it is answered -32603
+        :data:`~.stopping.SHUTDOWN_MESSAGE`."""
         session = Session()
 
         def on_request(ev: RequestReceived) -> Awaitable[Any]:
@@ -349,6 +411,7 @@ class Server(Registration):
             max_message_size=self.max_message_size,
             max_in_flight=self.max_in_flight,
         )
+        self._registry.hub.serving(asyncio.get_running_loop())
         try:
             await self._lifespan.enter()
         except BaseException:
@@ -358,7 +421,14 @@ class Server(Registration):
             await peer.start()
             disconnect = self.connect(session, peer)
             try:
-                await asyncio.shield(peer.closed)
+                if stop is None:
+                    await asyncio.shield(peer.closed)
+                else:
+                    await asyncio.wait((peer.closed, stop), return_when=asyncio.FIRST_COMPLETED)
+                    if stop.done() and stop_reading is not None:
+                        # the client can no longer send anything: every cancellation is the shutdown's
+                        peer.answer_cancelled(McpError(INTERNAL_ERROR, SHUTDOWN_MESSAGE))
+                        stop_reading()
                 session.end()  # open subscriptions of this connection end now, not after the grace
                 await disconnect()
                 await peer.wait_handlers(self.shutdown_grace)

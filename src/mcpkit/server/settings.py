@@ -52,6 +52,10 @@ class Settings:
         "expose_internal_errors",
         "mask_tool_errors",
         "max_error_text",
+        "max_listen_bytes",
+        "max_listens",
+        "max_listens_per_principal",
+        "max_uri_length",
         "page_size",
         "policies",
         "state_sealer",
@@ -71,6 +75,10 @@ class Settings:
         tool_timeout: float | None = None,
         ask_timeout: float = 300.0,
         state_sealer: StateSealer | None = None,
+        max_uri_length: int = 16_384,
+        max_listen_bytes: int = 65_536,
+        max_listens: int = 1000,
+        max_listens_per_principal: int = 32,
     ) -> None:
         """Raises ``ValueError`` for an ``eras`` that is none of the three."""
         #: The era policies served, newest era first (set through :attr:`eras`).
@@ -86,6 +94,14 @@ class Settings:
         self.tool_timeout = tool_timeout
         #: Seconds a handler waits for the client's answer to a legacy-era question.
         self.ask_timeout = ask_timeout
+        #: The longest URI a request may name (characters): ``resources/read``,
+        #: ``resources/subscribe``, each of a ``subscriptions/listen``'s resources.
+        self.max_uri_length = max_uri_length
+        #: The largest ``subscriptions/listen`` params (bytes of JSON): what a listen holds.
+        self.max_listen_bytes = max_listen_bytes
+        #: ``subscriptions/listen`` requests open at once in this process, and per principal.
+        self.max_listens = max_listens
+        self.max_listens_per_principal = max_listens_per_principal
         #: Signs and checks modern-era ``requestState`` (set by ``Server``).
         self.state_sealer = state_sealer if state_sealer is not None else StateSealer(os.urandom(32), 600.0)
 

@@ -17,6 +17,12 @@ written to the store: a result (``completed``, a tool error included), a protoco
 error (``failed``) or ``cancelled``. Every change is saved as a new record and published
 on the subscription bus, for the ``subscriptions/listen`` streams that asked for the task.
 A task that outlives its time to live is cancelled and forgotten.
+
+The store is bounded (docs/limits.md): a call that would take it past a bound, in all or
+for its principal, is not made a task (a ``task="required"`` tool's call gets -32603
+with HTTP status 503, or 429 for the principal's own bound); a result the store cannot
+take fails its task with -32603 saying so. A store that cannot be reached is the
+dispatcher's 503.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from ..protocol.interactive import InputRequest
 from ..protocol.tasks import TASK_RESULT, TERMINAL_STATUSES, Task, declares_tasks, missing_tasks_extension
 from ..protocol.types import CallToolResult, Result
 from ..protocol.wire_errors import bounded, internal_error
+from ..stores.sessions import StoreUnavailable
 from ..stores.tasks import TaskRecord, TaskStore, TaskStoreFull
 from .changes import ChangeHub
 from .context import Call, Context
@@ -77,8 +84,13 @@ def _questions(requests: dict[str, Any] | None) -> dict[str, InputRequest] | Non
     return msgspec.convert(requests, dict[str, InputRequest]) if requests else None
 
 
-def _full() -> McpError:
-    return McpError(INTERNAL_ERROR, "Too many tasks in progress: try again later", status=503)
+def _full(exc: TaskStoreFull | None = None) -> McpError:
+    """The error of a call that must be a task and cannot: HTTP 429 when the bound is the
+    principal's own, else 503."""
+    if exc is None:
+        return McpError(INTERNAL_ERROR, "Too many tasks in progress: try again later", status=503)
+    status = 429 if exc.per_principal else 503
+    return McpError(INTERNAL_ERROR, f"Too many tasks in progress: {exc}; try again later", status=status)
 
 
 def _principal() -> str | None:
@@ -140,6 +152,8 @@ class TaskOffer:
         self._manager = manager
         self._call = call
         self.task_id: str | None = None
+        #: Why the store refused the task (None: it did not).
+        self.refused: TaskStoreFull | None = None
         #: Set once the call is a task: it can be answered with the task's handle.
         self.detached: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: The asyncio task running the handler, when it runs on one of its own.
@@ -150,15 +164,18 @@ class TaskOffer:
         """Make the call a task (once): write it to the store and return the asker of
         its questions (``tasks/update``). Returns None if the store is full (the call
         goes on as a plain call); with ``required``, raises ``McpError(-32603)`` (HTTP
-        503) instead. Cancelled while the store writes, the call stays a plain call."""
+        503, or 429 at the principal's own bound) instead. Raises
+        :class:`~mcpkit.StoreUnavailable` when the store cannot be reached. Cancelled
+        while the store writes, the call stays a plain call."""
         if self._running is not None:
             return self._running.asker
         try:
             running = await self._manager.open(self._call)
         except TaskStoreFull as exc:
             log.warning("no task created: %s", exc)
+            self.refused = exc
             if required:
-                raise _full() from None
+                raise _full(exc) from None
             return None
         self._running = running
         self.task_id = running.task_id
@@ -185,7 +202,10 @@ class TaskOffer:
         """The handler's progress: the task's status message."""
         running = self._running
         if running is not None and running.record.status == "working":
-            await self._manager.commit(running, status_message=message)
+            try:
+                await self._manager.commit(running, status_message=message)
+            except TaskStoreFull as exc:  # the message is dropped, the task goes on
+                log.info("task %s: a status message was not kept: %s", running.task_id, exc)
 
 
 class TaskManager:
@@ -231,7 +251,7 @@ class TaskManager:
         call.task = offer
         if mode != "deferred":
             if not await ctx.start_task(required=mode == "required"):
-                call.task = NoTask(_full())
+                call.task = NoTask(_full(offer.refused))
                 return await run()
             offer.adopt(asyncio.get_running_loop().create_task(run(), name="mcpkit-task"))
             return offer.created()
@@ -248,8 +268,9 @@ class TaskManager:
         return result
 
     async def open(self, call: Call) -> RunningTask:
-        """A new task for ``call``, written to the store and known here as running.
-        Raises :class:`~mcpkit.stores.tasks.TaskStoreFull` when the store is full."""
+        """A new task for ``call``, written to the store and known here as running; it
+        counts the call's params against the store's byte bounds while it runs. Raises
+        :class:`~mcpkit.stores.tasks.TaskStoreFull` at the store's bounds."""
         import secrets  # not at import time: it pulls in hashlib and random
 
         now = time.time()
@@ -261,6 +282,7 @@ class TaskManager:
             ttl=self.ttl,
             poll_interval=self.poll_interval,
             owner=_principal(),
+            held_bytes=call.params_size,
         )
         await self.store.create(record)
         running = self._running[record.task_id] = RunningTask(self, record, call)
@@ -274,7 +296,8 @@ class TaskManager:
 
     async def _supervise(self, running: RunningTask) -> None:
         """Wait for the handler (within the task's time to live), then record how it
-        ended. Cancelled with the server: the handler is cancelled too."""
+        ended (a store that cannot be reached, or cannot take even the failure, then
+        leaves the task as it was stored: logged). Cancelled with the server: the handler is cancelled too."""
         work = running.work
         assert work is not None
         try:
@@ -287,6 +310,8 @@ class TaskManager:
         except asyncio.CancelledError:
             work.cancel()
             raise
+        except (StoreUnavailable, TaskStoreFull) as exc:
+            log.warning("task %s: how it ended could not be stored: %s", running.task_id, exc)
         finally:
             self._running.pop(running.task_id, None)
             if running.call is not None:
@@ -304,7 +329,13 @@ class TaskManager:
             if isinstance(result, Result):
                 result = msgspec.structs.replace(result, result_type="complete")
             changes = {"status": "completed", "status_message": None, "result": msgspec.to_builtins(result)}
-        await self.commit(running, input_requests=None, **changes)
+        try:
+            await self.commit(running, input_requests=None, held_bytes=0, **changes)
+        except TaskStoreFull as exc:  # its result does not fit: the task fails, saying why
+            log.warning("task %s: its outcome could not be kept: %s", running.task_id, exc)
+            error = McpError(INTERNAL_ERROR, f"The task's {changes['status']} result could not be kept: {exc}")
+            failed = {"status": "failed", "status_message": error.message, "error": error.to_wire()}
+            await self.commit(running, input_requests=None, held_bytes=0, **failed)
 
     def _error(self, exc: BaseException, running: RunningTask) -> McpError:
         """The JSON-RPC error a task's handler ended with (as the dispatcher maps it)."""
@@ -318,12 +349,20 @@ class TaskManager:
 
     async def commit(self, running: RunningTask, **changes: Any) -> None:
         """Save a new record of ``running`` with ``changes`` and tell its listeners. A
-        terminal record is never changed again."""
+        terminal record is never changed again. Raises what the store raises
+        (:class:`~mcpkit.stores.tasks.TaskStoreFull` for a record that does not fit,
+        :class:`~mcpkit.StoreUnavailable`); then the record stays what it was, unless
+        another change came meanwhile."""
         old = running.record
         if old.status in TERMINAL_STATUSES:
             return
         running.record = record = msgspec.structs.replace(old, updated_at=time.time(), version=old.version + 1, **changes)
-        await self.store.save(record)
+        try:
+            await self.store.save(record)
+        except BaseException:
+            if running.record is record:
+                running.record = old
+            raise
         self.hub.task_changed(record.task_id, _encode(self.view(record)))
 
     # --- the extension's requests ------------------------------------------------------------

@@ -19,9 +19,7 @@ from typing import Any, Protocol
 import msgspec
 
 from .flat_schema import PropertyCheck, flat_plan
-from .schema_subset import ANNOTATIONS as _ANNOTATIONS
-from .schema_subset import ecma as _ecma
-from .schema_subset import handled as _simple
+from .schema_subset import ANNOTATIONS as _ANNOTATIONS, ecma as _ecma, handled as _simple
 
 __all__ = ["SchemaError", "Validator", "compile_schema"]
 

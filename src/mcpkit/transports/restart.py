@@ -35,9 +35,19 @@ class RestartPolicy:
     At most ``max_restarts`` restarts within ``window`` seconds; the k-th crash within
     the window waits ``initial_delay * multiplier ** (k - 1)`` seconds (at most
     ``max_delay``) before the restart. A crash beyond ``max_restarts`` within the window
-    gives up: the client's calls then fail with ``ConnectionClosed`` saying so. Raises
-    ``TypeError`` for a value that is not a number (``max_restarts``: an integer), and
-    ``ValueError`` for values out of range.
+    gives up: the client's calls then fail with ``ConnectionClosed`` saying so.
+
+    ``supervise_start`` decides whether the first start is supervised too: by default a
+    server that fails while the client first connects (the process exits or closes its
+    stdout before the handshake is done; an HTTP server that cannot be reached) fails
+    ``connect()`` at once. With ``supervise_start=True`` that counts as a crash: the
+    server is started again (or reached again) under the same bounds, and ``connect()``
+    fails only once the policy gives up. A server that answers too slowly is never
+    restarted for it, and one that cannot be started at all (``OSError``: no such
+    program) fails at once either way.
+
+    Raises ``TypeError`` for a value that is not a number (``max_restarts``: an integer;
+    ``supervise_start``: a bool), and ``ValueError`` for values out of range.
     """
 
     max_restarts: int = 3
@@ -45,8 +55,11 @@ class RestartPolicy:
     initial_delay: float = 0.1
     multiplier: float = 2.0
     max_delay: float = 5.0
+    supervise_start: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.supervise_start, bool):
+            raise TypeError(f"supervise_start must be a bool, not {type(self.supervise_start).__name__}")
         for name in ("window", "initial_delay", "multiplier", "max_delay"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -203,6 +203,8 @@ class TokenSource:
                     )
                 else:
                     assert self.redirect is not None
+                    if meta.authorization_endpoint is not None:  # the browser goes there: the same policy applies
+                        await fetch.vet(meta.authorization_endpoint, "authorization endpoint")
                     redirect_uri = await self.redirect.redirect_uri()
                     client = await self._client_for(fetch, meta, redirect_uri)
                     tokens = await self._log_in(fetch, meta, client, redirect_uri, resource, scope, dpop)

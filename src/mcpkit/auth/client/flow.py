@@ -19,6 +19,11 @@ that started it (a deadline that expires during a login does not abandon the log
 the requests that follow). Failures raise :class:`~.errors.OAuthError` out of the
 request. Tokens are sent only to the MCP server this object first served (its URL is
 bound on the first request); requests to any other URL pass through untouched.
+
+Every URL the flow fetches (or opens in the browser) because the MCP server named it
+passes the target policy first (``targets.py``: a server that is not local cannot send
+the client to private, loopback or link-local addresses); the address the client
+reached the MCP server at, read from its responses, is what "its own origin" means there.
 """
 
 from __future__ import annotations
@@ -38,11 +43,15 @@ from .fetch import Fetcher
 from .loopback import RedirectHandler
 from .settings import OAuthClientMetadata, PreRegisteredClient
 from .storage import InMemoryTokenStorage, Tokens, TokenStorage
+from .targets import TargetPolicy
 from .urls import canonical_resource
 
 __all__ = ["OAuthClientAuth"]
 
 logger = logging.getLogger("mcpkit.auth")
+
+#: The default target policy: no exceptions.
+DEFAULT_TARGETS = TargetPolicy()
 
 Operation = Callable[[Fetcher], Awaitable[Tokens | None]]
 
@@ -73,6 +82,11 @@ class OAuthClientAuth(httpx.Auth):
     with ES256), tokens are bound to a key of this process and every request carries a
     fresh proof (server nonces are honoured). Off by default: the MCP server must accept
     the ``DPoP`` scheme too, which a Bearer-only server (mcpkit's among them) does not.
+    ``targets`` is where the client may go when the MCP server names a URL (its
+    metadata, its authorization server and their endpoints): by default a
+    :class:`TargetPolicy` that, for an MCP server that is not local, refuses private,
+    loopback and link-local addresses, whatever name or form leads there; pass
+    ``TargetPolicy(allow=[...])`` for hosts or networks you trust, or None for no check.
 
     Scopes asked for: the 401's ``scope``, else the server's ``scopes_supported``,
     else none (the parameter is left out); plus ``offline_access`` when the
@@ -96,6 +110,7 @@ class OAuthClientAuth(httpx.Auth):
         server_url: str | None = None,
         assertion: AssertionProvider | None = None,
         dpop: bool = False,
+        targets: TargetPolicy | None = DEFAULT_TARGETS,
     ) -> None:
         self.grant: Grant = grant or ("authorization_code" if redirect is not None else "client_credentials")
         if (self.grant == "jwt_bearer") != (assertion is not None):
@@ -118,6 +133,9 @@ class OAuthClientAuth(httpx.Auth):
             self.grant, self.storage, self.metadata, client, redirect, assertion, allow_http, dpop, server_url=server_url
         )
         self._task: asyncio.Task[Tokens | None] | None = None
+        self.targets = targets
+        #: The IP address the MCP server's responses came from (None until one did).
+        self._server_address: str | None = None
 
     @property
     def client(self) -> PreRegisteredClient | None:
@@ -142,6 +160,7 @@ class OAuthClientAuth(httpx.Auth):
         response = yield request
         unauthorized = step_ups = nonces = 0
         while request.method != "DELETE":  # ending a session is not worth a login
+            self._note_address(response)
             challenge = find_challenge(response.headers.get_list("www-authenticate"))
             dpop = self._source.dpop
             renewed = dpop is not None and dpop.remember(str(request.url), response.headers)
@@ -171,6 +190,25 @@ class OAuthClientAuth(httpx.Auth):
             response = yield request
 
     # -- the request side ------------------------------------------------------------
+
+    def _note_address(self, response: httpx.Response) -> None:
+        """Remember the address the MCP server answered from, if the connection says."""
+        stream = response.extensions.get("network_stream")
+        try:
+            address = stream.get_extra_info("server_addr") if stream is not None else None
+        except Exception:  # a transport of another kind: the address stays unknown
+            address = None
+        if isinstance(address, tuple) and address and isinstance(address[0], str):
+            self._server_address = address[0]
+
+    async def _vet(self, url: str, what: str) -> str | None:
+        """The target policy's verdict on ``url`` (see :class:`TargetPolicy`)."""
+        if self.targets is None:
+            return None
+        server_url = self._source.server_url or url
+        return await self.targets.check(
+            url, what=what, server_url=server_url, server_address=self._server_address, timeout=self.timeout
+        )
 
     def _applies(self, url: httpx.URL) -> bool:
         """Whether ``url`` is the MCP server's (binding it on the first request)."""
@@ -226,7 +264,7 @@ class OAuthClientAuth(httpx.Auth):
     @contextlib.asynccontextmanager
     async def _fetcher(self) -> AsyncIterator[Fetcher]:
         if self._http_client is not None:
-            yield Fetcher(self._http_client, self.timeout)
+            yield Fetcher(self._http_client, self.timeout, self._vet)
             return
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
-            yield Fetcher(client, self.timeout)
+            yield Fetcher(client, self.timeout, self._vet)

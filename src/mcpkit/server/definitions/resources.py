@@ -1,6 +1,7 @@
 """Registered resources and resource templates: their definitions from a function
-(:func:`resource_from_function`), matching URIs against a template (RFC 6570), and how
-a handler's value becomes contents. The ``resources/*`` requests are
+(:func:`resource_from_function`), whose templates match URIs as
+:mod:`.uri_template` says (RFC 6570, in linear time), and how a handler's value becomes
+contents. The ``resources/*`` requests are
 :mod:`mcpkit.server.features.resources`."""
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from typing import Any
 
 import msgspec
 
+from ...protocol.errors import INVALID_PARAMS, McpError, echo
 from ...protocol.types import Icon, Resource, ResourceContents, ResourceTemplate
 from ..handler import FunctionHandler
 from ..injection import Provider, callable_name, callable_target
 from ..schema import parse_docstring
 from .options import wire_icons
+from .uri_template import UriTemplate
 
-__all__ = ["UriTemplate", "ResourceDef", "TemplateDef", "resource_from_function", "to_contents", "is_valid_uri"]
+__all__ = ["UriTemplate", "ResourceDef", "TemplateDef", "resource_from_function", "to_contents", "is_valid_uri", "check_length"]
 
 _json = msgspec.json.Encoder()
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
@@ -29,74 +32,11 @@ def is_valid_uri(uri: str) -> bool:
     return bool(_URI.match(uri))
 
 
-class UriTemplate:
-    """An RFC 6570 URI template that can *match* URIs (levels 1–4 operators;
-    the explode and prefix modifiers are accepted and ignored when matching)."""
-
-    _EXPR = re.compile(r"\{([+#./;?&]?)([^{}]+)\}")
-
-    def __init__(self, template: str) -> None:
-        self.template = template
-        self.variables: list[str] = []
-        self._query_vars: list[str] = []
-        pattern = "^"
-        pos = 0
-        for m in self._EXPR.finditer(template):
-            pattern += re.escape(template[pos : m.start()])
-            pos = m.end()
-            op, names = m.group(1), [n.split(":")[0].rstrip("*") for n in m.group(2).split(",")]
-            for n in names:
-                if not re.fullmatch(r"[A-Za-z0-9_.%]+", n):
-                    raise ValueError(f"invalid variable name {n!r} in URI template {template!r}")
-            self.variables.extend(names)
-            if op in ("?", "&"):
-                self._query_vars.extend(names)
-                pattern += rf"(?:[?&](?P<_q{len(self._query_vars)}>[^#]*))?"
-                continue
-            groups = []
-            for n in names:
-                g = f"(?P<{self._group(n)}>{self._charset(op)})"
-                groups.append(g)
-            sep = {"": ",", "+": ",", "#": ",", ".": r"\.", "/": "/", ";": ";"}[op]
-            prefix = {"": "", "+": "", "#": "#", ".": r"\.", "/": "/", ";": ";"}[op]
-            if op == ";":
-                groups = [f"{re.escape(n)}=?{g}" for n, g in zip(names, groups, strict=True)]
-            pattern += prefix + sep.join(groups)
-        pattern += re.escape(template[pos:]) + "$"
-        self._regex = re.compile(pattern)
-
-    @staticmethod
-    def _group(name: str) -> str:
-        return "v_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-    @staticmethod
-    def _charset(op: str) -> str:
-        if op in ("+", "#"):
-            return r"[^?#]*?" if op == "+" else r".*?"
-        return r"[^/?#,.;&=]*"
-
-    def match(self, uri: str) -> dict[str, str] | None:
-        """The variables if ``uri`` matches, else None. Values are percent-decoded."""
-        from urllib.parse import parse_qs, unquote
-
-        m = self._regex.match(uri)
-        if m is None:
-            return None
-        out: dict[str, str] = {}
-        for n in self.variables:
-            if n in self._query_vars:
-                continue
-            value = m.group(self._group(n))
-            if value is None or value == "":
-                return None
-            out[n] = unquote(value)
-        if self._query_vars:
-            query = "&".join(v for k, v in m.groupdict().items() if k.startswith("_q") and v)
-            parsed = parse_qs(query, keep_blank_values=True)
-            for n in self._query_vars:
-                if n in parsed:
-                    out[n] = parsed[n][0]
-        return out
+def check_length(uri: str, limit: int) -> None:
+    """Raises ``McpError(-32602)`` (HTTP 400, ``data: {"uri"}`` cut short) for a URI of
+    more than ``limit`` characters (``Server(max_uri_length=...)``)."""
+    if len(uri) > limit:
+        raise McpError(INVALID_PARAMS, f"Invalid params: the URI is longer than {limit} characters", {"uri": echo(uri)})
 
 
 class ResourceDef:

@@ -13,7 +13,7 @@ from ...protocol.types import (
     ReadResourceResult,
 )
 from ..context import Call, Context
-from ..definitions.resources import is_valid_uri, to_contents
+from ..definitions.resources import check_length, is_valid_uri, to_contents
 from ..registry import Registry
 
 __all__ = ["list_resources", "list_templates", "read_resource"]
@@ -34,10 +34,11 @@ async def list_templates(reg: Registry, ctx: Context, call: Call, params: Cursor
 
 async def read_resource(reg: Registry, ctx: Context, call: Call, params: ReadResourceParams) -> ReadResourceResult:
     """The contents of the resource ``params.uri`` names, or of the first template it
-    matches. Raises -32602 (``data: {"uri"}``) for a malformed or unknown URI, and what
-    the handler raised; cancellation propagates (a plain ``def`` handler runs on to its
-    end)."""
+    matches. Raises -32602 (``data: {"uri"}``) for a malformed, unknown or too long URI
+    (``max_uri_length``), and what the handler raised; cancellation propagates (a plain
+    ``def`` handler runs on to its end)."""
     uri = params.uri
+    check_length(uri, reg.settings.max_uri_length)
     if not is_valid_uri(uri):
         raise McpError(INVALID_PARAMS, f"Invalid URI: {flatten_text(uri, 256)}", {"uri": echo(uri)})
     rd = reg.resources.get(uri)

@@ -8,6 +8,13 @@ itself the stream: it is acknowledged first, then carries the notifications its 
 asks for (``taskIds``: the status of those tasks, ``notifications/tasks``, for a client
 of the tasks extension), each tagged with its subscription id, until the client cancels it or the
 server shuts down (then it is answered, the graceful end).
+
+What a listen may hold is bounded (docs/limits.md): its params (``max_listen_bytes``),
+its resources (:data:`MAX_URIS`, each at most ``max_uri_length`` characters) and task
+ids, and how many listens are open at once, in all and per principal (``max_listens``,
+``max_listens_per_principal``): past them the request is refused before it is
+acknowledged, with an error that says which bound it met. An open listen holds its
+filter and little else: a few kilobytes for a few resources.
 """
 
 from __future__ import annotations
@@ -17,16 +24,19 @@ from typing import Any, Final
 
 import msgspec
 
+from ...auth.identity import CURRENT
 from ...protocol.errors import INVALID_PARAMS, McpError, echo, flatten_text
 from ...protocol.tasks import declares_tasks, missing_tasks_extension
 from ...protocol.types import EmptyResult, Params, ReadResourceParams
 from ..changes import Subscriber
 from ..context import Call, Context
+from ..definitions.resources import check_length
 from ..registry import Registry
 from ..session import Session
+from ..settings import Settings
 from ..tasks import MAX_WATCHED_TASKS
 
-__all__ = ["subscribe", "unsubscribe", "listen", "ListenParams", "SUBSCRIPTION_ID", "RESOURCE_NOT_FOUND"]
+__all__ = ["subscribe", "unsubscribe", "listen", "check_size", "ListenParams", "SUBSCRIPTION_ID", "RESOURCE_NOT_FOUND"]
 
 #: The ``_meta`` key that tags every message of a modern subscription.
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
@@ -60,7 +70,9 @@ def _known(reg: Registry, uri: str) -> None:
 
 async def subscribe(reg: Registry, ctx: Context, call: Call, params: ReadResourceParams) -> EmptyResult:
     """Legacy: watch ``uri`` on this connection. Raises -32002 for an unknown resource,
-    -32602 past :data:`MAX_URIS` on one connection."""
+    -32602 for a URI over ``max_uri_length`` characters or past :data:`MAX_URIS` on one
+    connection."""
+    check_length(params.uri, reg.settings.max_uri_length)
     _known(reg, params.uri)
     session = call.session
     if isinstance(session, Session):
@@ -71,30 +83,66 @@ async def subscribe(reg: Registry, ctx: Context, call: Call, params: ReadResourc
 
 
 async def unsubscribe(reg: Registry, ctx: Context, call: Call, params: ReadResourceParams) -> EmptyResult:
-    """Legacy: stop watching ``uri`` (not an error if it was not watched)."""
+    """Legacy: stop watching ``uri`` (not an error if it was not watched). Raises -32602
+    for a URI over ``max_uri_length`` characters."""
+    check_length(params.uri, reg.settings.max_uri_length)
     session = call.session
     if isinstance(session, Session):
         session.resource_uris.discard(params.uri)
     return EmptyResult()
 
 
+def check_size(raw_params: msgspec.Raw, settings: Settings) -> None:
+    """Raises ``McpError(-32602)`` for ``subscriptions/listen`` params over
+    ``max_listen_bytes`` (the dispatcher asks before decoding them)."""
+    limit = settings.max_listen_bytes
+    if len(raw_params) > limit:
+        raise McpError(INVALID_PARAMS, f"Invalid params: a subscription's params may be at most {limit} bytes")
+
+
 async def listen(reg: Registry, ctx: Context, call: Call, params: ListenParams) -> Any:
     """Modern: acknowledge, then deliver what the filter names until cancelled (no
     response) or until the server shuts down (a result, the graceful end). Raises
-    ``McpError(-32602)`` for more than :data:`MAX_URIS` resources or
-    :data:`MAX_WATCHED_TASKS` tasks, -32021 for ``taskIds`` from a client that did not
-    declare the tasks extension. Of the tasks, it agrees to those the client may see."""
+    ``McpError(-32602)`` (params over ``max_listen_bytes`` are the dispatcher's:
+    :func:`check_size`) for more than :data:`MAX_URIS`
+    resources, a URI over ``max_uri_length`` characters or more than
+    :data:`MAX_WATCHED_TASKS` tasks; -32021 for ``taskIds`` from a client that did not
+    declare the tasks extension; -32603 with HTTP status 429 at ``max_listens`` open
+    listens, or ``max_listens_per_principal`` for the caller's principal. Of the tasks,
+    it agrees to those the client may see."""
+    settings = reg.settings
     wanted = params.notifications
     uris = list(dict.fromkeys(wanted.resource_subscriptions))
     if len(uris) > MAX_URIS:
         raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_URIS} resourceSubscriptions per subscription")
+    for uri in uris:
+        check_length(uri, settings.max_uri_length)
     task_ids: list[str] = []
     if wanted.task_ids:
         if not declares_tasks(ctx.client_capabilities):
             raise missing_tasks_extension("notifications/tasks")
         if len(wanted.task_ids) > MAX_WATCHED_TASKS:
             raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_WATCHED_TASKS} taskIds per subscription")
-        task_ids = await reg.tasks.visible(wanted.task_ids)
+    hub = reg.hub
+    identity = CURRENT.get()
+    release = hub.admit(
+        identity.principal if identity is not None else None,
+        limit=settings.max_listens,
+        per_principal=settings.max_listens_per_principal,
+    )
+    try:
+        if wanted.task_ids:
+            task_ids = await reg.tasks.visible(wanted.task_ids)
+        await _deliver(reg, ctx, call, wanted, uris, task_ids)
+    finally:
+        release()
+    return EmptyResult(meta={SUBSCRIPTION_ID: ctx.request_id})
+
+
+async def _deliver(
+    reg: Registry, ctx: Context, call: Call, wanted: NotificationFilter, uris: list[str], task_ids: list[str]
+) -> None:
+    """Acknowledge the listen, then deliver what it asks for until it ends."""
     meta = {SUBSCRIPTION_ID: ctx.request_id}
     honored: dict[str, Any] = {field: True for field, (_, attr) in _LIST_FIELDS.items() if getattr(wanted, attr)}
     if uris:
@@ -108,6 +156,7 @@ async def listen(reg: Registry, ctx: Context, call: Call, params: ListenParams) 
 
     emit("notifications/subscriptions/acknowledged", {"notifications": honored})
     lists = [kind for field, (kind, _) in _LIST_FIELDS.items() if honored.get(field)]
+    del honored  # what the acknowledgement said is not kept for the listen's life
     subscriber = Subscriber(emit, lists=lists, uris=set(uris), drain=getattr(outbound, "drain", None), tasks=task_ids)
     hub = reg.hub
     hub.add(subscriber)
@@ -120,4 +169,3 @@ async def listen(reg: Registry, ctx: Context, call: Call, params: ListenParams) 
     finally:
         closing.cancel()
         await hub.remove(subscriber)
-    return EmptyResult(meta=meta)

@@ -21,6 +21,7 @@ try:
     from redis.asyncio import Redis
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
 except ModuleNotFoundError as exc:  # the "redis" extra is not installed
     raise ModuleNotFoundError(
         f"sharing state through Redis needs the redis client ({exc}); install it with: pip install 'mcpkit[redis]'",
@@ -44,12 +45,17 @@ class RedisStore:
     ``prefix`` starts every key and channel (several deployments can share one Redis);
     ``node_id`` names this process among the nodes (default: random). Streams keep at
     most ``max_events_per_stream`` events and expire ``event_ttl`` seconds after their
-    last write; at most ``max_tasks`` tasks are live. The node beats every ``heartbeat`` seconds; three missed beats and the
-    others consider it gone. A Redis command that takes longer than ``timeout`` seconds
-    fails (:class:`~mcpkit.StoreUnavailable` from the parts), as does one while Redis is
-    unreachable: nothing waits for Redis to come back. ``client`` replaces the
-    connection made from ``url`` (a ``redis.asyncio.Redis`` with ``decode_responses``
-    off).
+    last write. At most ``max_tasks`` tasks are live, holding at most ``max_task_bytes``
+    (1 GiB), and for one principal at most ``max_tasks_per_principal`` and
+    ``max_task_bytes_per_principal`` (default: a tenth of each; see
+    :class:`~mcpkit.InMemoryTaskStore`). The node beats every ``heartbeat`` seconds;
+    three missed beats and the others consider it gone. A Redis command that takes
+    longer than ``timeout`` seconds fails (:class:`~mcpkit.StoreUnavailable` from the
+    parts), as does one while Redis is unreachable or refuses it: nothing waits for
+    Redis to come back, and only a dropped connection is retried (once, at once: Redis
+    restarted), so no operation waits much longer than ``timeout``. ``client`` replaces
+    the connection made from ``url`` (a ``redis.asyncio.Redis`` with
+    ``decode_responses`` off).
 
     Background work (the heartbeat, the pub/sub listener) starts with :meth:`start`,
     which the HTTP app calls at startup, or on first use; :meth:`aclose` ends it.
@@ -64,6 +70,9 @@ class RedisStore:
         max_events_per_stream: int = 1000,
         event_ttl: float = 3600.0,
         max_tasks: int = 100_000,
+        max_task_bytes: int = 1024 * 1024 * 1024,
+        max_tasks_per_principal: int | None = None,
+        max_task_bytes_per_principal: int | None = None,
         heartbeat: float = 1.0,
         timeout: float = 2.0,
         client: Redis | None = None,
@@ -79,14 +88,21 @@ class RedisStore:
             url,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 1),  # one retry: a pooled connection Redis closed on restart
+            # one retry, of a pooled connection Redis closed (it restarted); never of a timeout
+            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
         self._tasks: set[asyncio.Task[None]] = set()
         self.channels = Channels(self.redis, alive_key=f"{prefix}:alive:{self.node_id}", heartbeat=heartbeat)
         self.sessions = RedisSessionStore(self)
         self.events = RedisEventStore(self, max_events=max_events_per_stream, ttl=event_ttl)
         self.bus = RedisBus(self)
-        self.tasks = RedisTaskStore(self, max_tasks=max_tasks)
+        self.tasks = RedisTaskStore(
+            self,
+            max_tasks=max_tasks,
+            max_bytes=max_task_bytes,
+            max_tasks_per_principal=max_tasks_per_principal,
+            max_bytes_per_principal=max_task_bytes_per_principal,
+        )
 
     async def start(self) -> None:
         """Start beating and listening on the running loop (idempotent)."""

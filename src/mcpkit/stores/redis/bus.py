@@ -22,7 +22,7 @@ import msgspec
 
 from ..bus import Change, ChangeKind, Listener
 from ..listeners import Listeners
-from .channels import UNREACHABLE
+from .channels import FAILED
 
 if TYPE_CHECKING:
     from . import RedisStore
@@ -103,7 +103,7 @@ class RedisBus:
             while self._queue:
                 try:
                     await self._root.redis.publish(self._channel, self._queue[0])
-                except UNREACHABLE as exc:
+                except FAILED as exc:
                     if not failing:
                         log.warning("the subscription bus cannot reach the store: %s; changes are dropped meanwhile", exc)
                     failing = True

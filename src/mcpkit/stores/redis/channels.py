@@ -16,15 +16,24 @@ from collections.abc import Callable
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import ConnectionError as RedisConnectionError, RedisError, ResponseError, TimeoutError as RedisTimeoutError
 
-__all__ = ["Channels", "UNREACHABLE"]
+__all__ = ["Channels", "UNREACHABLE", "FAILED", "wrong_type"]
 
 log = logging.getLogger("mcpkit.stores")
 
 #: What redis-py raises when Redis cannot be reached or answers too slowly.
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+#: What a Redis command can fail with: Redis unreachable or too slow, or refusing the
+#: command (out of memory, read-only, a script error, a key of the wrong type). Each is
+#: the store's fault, never the request's: the parts raise ``StoreUnavailable``.
+FAILED = (RedisError, OSError)
+
+
+def wrong_type(exc: BaseException) -> bool:
+    """Whether ``exc`` is Redis refusing a command on a key that holds another type (a
+    list where a record belongs): for a read of one record, the record is missing."""
+    return isinstance(exc, ResponseError) and str(exc).startswith("WRONGTYPE")
 
 Callback = Callable[[bytes], None]
 
@@ -78,7 +87,7 @@ class Channels:
         await asyncio.gather(*tasks, return_exceptions=True)
         try:
             await self._redis.delete(self._alive_key)
-        except UNREACHABLE:
+        except FAILED:
             pass
 
     async def _beat(self) -> None:
@@ -89,7 +98,7 @@ class Channels:
                 if failed:
                     log.info("heartbeat: the store is reachable again")
                 failed = False
-            except UNREACHABLE as exc:
+            except FAILED as exc:
                 if not failed:
                     log.warning("heartbeat: the store is unreachable: %s", exc)
                 failed = True
@@ -120,14 +129,14 @@ class Channels:
                     message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
                     if message is not None:
                         self._dispatch(message)
-            except UNREACHABLE as exc:
+            except FAILED as exc:
                 if not lost:
                     log.warning("pub/sub: lost the store (%s); reconnecting", exc)
                 self.connected, lost = False, True
             finally:
                 try:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
-                except (*UNREACHABLE, RuntimeError):
+                except (*FAILED, RuntimeError):
                     pass
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..events import SendEvent, stream_owner
 from ..sessions import StoreUnavailable
-from .channels import UNREACHABLE
+from .channels import FAILED, wrong_type
 
 if TYPE_CHECKING:
     from . import RedisStore
@@ -53,7 +53,8 @@ def _unavailable(exc: BaseException) -> StoreUnavailable:
 class RedisEventStore:
     """Legacy SSE events in Redis streams; made by :class:`~mcpkit.stores.redis.RedisStore`
     (``store.events``). Every coroutine raises :class:`StoreUnavailable` when Redis cannot
-    be reached."""
+    be reached or fails the command (a key of another type where a stream belongs: a
+    replay finds nothing to resume instead)."""
 
     def __init__(self, root: RedisStore, *, max_events: int, ttl: float) -> None:
         if max_events < 1 or not ttl > 0:
@@ -86,7 +87,7 @@ class RedisEventStore:
                 pipe.sadd(index, key)
                 pipe.expire(index, self.ttl)
                 entry_id = (await pipe.execute())[0]
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise _unavailable(exc) from None
         return f"{stream_id}.{entry_id.decode()}"
 
@@ -102,7 +103,9 @@ class RedisEventStore:
             if not await self._redis.xrange(key, entry, entry, count=1):
                 return None
             entries: Any = await self._redis.xrange(key, f"({entry}", "+", count=self.max_events)
-        except UNREACHABLE as exc:
+        except FAILED as exc:
+            if wrong_type(exc):  # not a stream of ours: unknown
+                return None
             raise _unavailable(exc) from None
         for entry_id, fields in entries or ():
             data = fields.get(b"d")
@@ -117,7 +120,7 @@ class RedisEventStore:
         there to get only what comes next."""
         try:
             newest: Any = await self._redis.xrevrange(self._key(stream_id), count=1)
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise _unavailable(exc) from None
         return newest[0][0].decode() if newest else "0-0"
 
@@ -133,7 +136,7 @@ class RedisEventStore:
         the stream has ended. Cancellation is safe (the blocked connection is dropped)."""
         try:
             reply: Any = await self._redis.xread({self._key(stream_id): cursor}, count=100, block=round(self.block * 1000))
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise _unavailable(exc) from None
         events: list[tuple[str, bytes]] = []
         ended = False
@@ -157,14 +160,16 @@ class RedisEventStore:
                 pipe.expire(meta, self.ttl)
                 pipe.sadd(self._index(stream_owner(stream_id)), meta)
                 await pipe.execute()
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise _unavailable(exc) from None
 
     async def request_of(self, stream_id: str) -> bytes | None:
         """The JSON id of the request ``stream_id`` answers, if it was noted."""
         try:
             rid = await self._redis.hget(self._meta(stream_id), "rid")
-        except UNREACHABLE as exc:
+        except FAILED as exc:
+            if wrong_type(exc):
+                return None
             raise _unavailable(exc) from None
         return rid if isinstance(rid, bytes) else None
 
@@ -174,14 +179,14 @@ class RedisEventStore:
         args = [self.ttl, self.max_events, "1" if final is not None else "0", final or b""]
         try:
             return bool(await self._end(keys=[self._key(stream_id), self._meta(stream_id)], args=args))
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise _unavailable(exc) from None
 
     async def touch_stream(self, stream_id: str) -> None:
         """Restart the stream's time to live (a follower keeps an idle stream alive)."""
         try:
             await self._redis.expire(self._key(stream_id), self.ttl)
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise _unavailable(exc) from None
 
     def discard_session(self, session_id: str) -> None:
@@ -197,5 +202,5 @@ class RedisEventStore:
         try:
             keys = await self._redis.smembers(index)
             await self._redis.delete(index, *keys)
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             log.info("could not drop the streams of an ended session (they expire): %s", exc)

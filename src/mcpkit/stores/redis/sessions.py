@@ -18,7 +18,7 @@ import msgspec
 
 from ..listeners import Listeners
 from ..sessions import NodeListener, NodeMessage, SessionRecord, StoreUnavailable
-from .channels import UNREACHABLE
+from .channels import FAILED, wrong_type
 
 if TYPE_CHECKING:
     from . import RedisStore
@@ -38,7 +38,8 @@ def _seconds(ttl: float) -> int:
 
 class RedisSessionStore:
     """Session records and node messages in Redis; made by :class:`~mcpkit.stores.redis.RedisStore`
-    (``store.sessions``). Raises :class:`StoreUnavailable` where the protocol says."""
+    (``store.sessions``). Raises :class:`StoreUnavailable` where the protocol says: when
+    Redis cannot be reached, or fails the command."""
 
     shared = True
 
@@ -67,23 +68,28 @@ class RedisSessionStore:
     async def check(self) -> None:
         try:
             await self._redis.ping()
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
 
     async def create(self, record: SessionRecord, ttl: float) -> None:
         """Raises ``ValueError`` for a session id in use, :class:`StoreUnavailable`."""
         try:
             created = await self._redis.set(self._key(record.session_id), _encode(record), ex=_seconds(ttl), nx=True)
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
         if not created:
             raise ValueError(f"session {record.session_id!r} exists")
 
     async def load(self, session_id: str, ttl: float) -> SessionRecord | None:
+        """The record; None (and the key deleted) when what is stored under the
+        session's key is not a session record: a key of another type, or bytes that do
+        not decode."""
         try:
             data = await self._redis.getex(self._key(session_id), ex=_seconds(ttl))
-        except UNREACHABLE as exc:
-            raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
+        except FAILED as exc:
+            if not wrong_type(exc):
+                raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
+            data = b""
         if not isinstance(data, bytes):
             return None
         try:
@@ -96,13 +102,13 @@ class RedisSessionStore:
     async def save(self, record: SessionRecord, ttl: float) -> None:
         try:
             await self._redis.set(self._key(record.session_id), _encode(record), ex=_seconds(ttl), xx=True)
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
 
     async def delete(self, session_id: str) -> None:
         try:
             await self._redis.delete(self._key(session_id))
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
 
     async def send(self, node_id: str, message: NodeMessage) -> None:
@@ -115,7 +121,7 @@ class RedisSessionStore:
         await self._root.start()
         try:
             await self._redis.publish(channel, _encode(message))
-        except UNREACHABLE as exc:
+        except FAILED as exc:
             raise StoreUnavailable(f"the session store is unreachable: {exc}") from None
 
     def listen(self, listener: NodeListener) -> Callable[[], None]:
@@ -136,5 +142,5 @@ class RedisSessionStore:
             return True
         try:
             return bool(await self._redis.exists(f"{self._prefix}:alive:{node_id}"))
-        except UNREACHABLE:
+        except FAILED:
             return True

@@ -6,19 +6,21 @@ The app is a stack of small ASGI middleware — each checks one thing and answer
 (:class:`~.server.asgi.Reject`), or calls the app it wraps — around the MCP endpoint.
 From the outside in:
 
-1. :class:`~.server.health.Health` (``health_path``): liveness and readiness probes,
-   answered before anything else, without starting the server;
-2. :class:`~.server.asgi.Refusals`: a refusal from any layer below becomes its plain
+1. :class:`~.server.asgi.Refusals`: a refusal from any layer below becomes its plain
    response (403, 404, 405, 406, 408, 413, 415, 503, and 400/404 for sessions:
    docs/http.md, "HTTP status codes"), an unexpected exception a logged 500 with a
-   JSON-RPC -32603 body;
-3. :class:`~.server.lifespan.StartOnFirstRequest`: the server's lifespan, started by the
+   JSON-RPC -32603 body and a reference id;
+2. :class:`~.server.health.Health` (``health_path``): liveness and readiness probes,
+   answered once the guard below allows their ``Host`` and ``Origin`` (with
+   ``probe_hosts`` besides), without starting the server;
+3. :class:`~.server.security.HostOriginGuard`: DNS-rebinding protection, 403, for
+   everything the app serves;
+4. :class:`~.server.lifespan.StartOnFirstRequest`: the server's lifespan, started by the
    first request when no ASGI lifespan startup came (mounted apps), or 503 if it failed;
-4. :class:`~.server.edge_auth.ProtectedResourceMetadata` (``auth``): the OAuth
-   protected-resource metadata, to anyone;
-5. :class:`~.server.asgi.Paths`: 404 for a path that is neither the MCP endpoint's
+5. :class:`~.server.edge_auth.ProtectedResourceMetadata` (``auth``): the OAuth
+   protected-resource metadata, to any client;
+6. :class:`~.server.asgi.Paths`: 404 for a path that is neither the MCP endpoint's
    (``path``; None: any) nor, with ``sse_transport``, one of the HTTP+SSE endpoints';
-6. :class:`~.server.security.HostOriginGuard`: DNS-rebinding protection, 403;
 7. :class:`~.server.edge_auth.BearerAuth` (``auth``): the bearer token, 401/403/503,
    and the request's identity;
 8. :class:`~.sse.server.SseEndpoint` (``sse_transport``): ``GET sse_path`` and ``POST
@@ -53,7 +55,7 @@ from .server.health import Health
 from .server.legacy import LegacyEndpoint
 from .server.lifespan import Lifespan, Part, StartOnFirstRequest
 from .server.modern import ErrorStatus, ModernEndpoint
-from .server.security import HostOriginGuard
+from .server.security import HostList, HostOriginGuard
 from .server.sessions import SessionManager
 from .sse.server import SseEndpoint
 
@@ -150,6 +152,7 @@ def streamable_http_app(
     retry_interval: float | None = 1.0,
     session_store: SessionStore | None = None,
     health_path: str | None = None,
+    probe_hosts: Sequence[str] | None = None,
     sse_transport: bool = False,
     sse_path: str = "/sse",
     messages_path: str = "/messages",
@@ -158,7 +161,8 @@ def streamable_http_app(
     options (their meaning: :meth:`Server.asgi_app <mcpkit.Server.asgi_app>`,
     docs/http.md, docs/limits.md). Raises ``ValueError`` for an option out of range: an
     ``error_status`` or ``retry_interval`` it does not know, a ``health_path``, ``sse_path``
-    or ``messages_path`` that is not a path (or paths that collide), a shared
+    or ``messages_path`` that is not a path (or paths that collide), a malformed
+    ``probe_hosts`` entry (or ``probe_hosts`` without ``health_path``), a shared
     ``session_store`` without a shared ``event_store``."""
     # Longer than a function should be: the one place the stack is put together, from the
     # endpoint outwards, one layer per step, in the order the module docs list them.
@@ -208,14 +212,18 @@ def streamable_http_app(
             paths |= {sse.sse_path, sse.messages_path}
     if auth is not None:
         app = BearerAuth(app, auth, endpoint.find)
-    app = HostOriginGuard(app, allowed_hosts, allowed_origins, dns_rebinding_protection)
     app = Paths(app, paths)
     if auth is not None:
         app = ProtectedResourceMetadata(app, auth, server)
     lifespan = Lifespan(server, parts)
-    app = Refusals(StartOnFirstRequest(app, lifespan))
+    guard = HostOriginGuard(StartOnFirstRequest(app, lifespan), allowed_hosts, allowed_origins, dns_rebinding_protection)
+    app = guard
     if health_path is not None:
-        app = Health(app, health_path, lifespan=lifespan, store=store)
+        probes = HostList(probe_hosts) if probe_hosts is not None else None
+        app = Health(guard, health_path, lifespan=lifespan, store=store, probe_hosts=probes)
+    elif probe_hosts is not None:
+        raise ValueError("probe_hosts needs health_path: they are the hosts its probes may name")
+    app = Refusals(app)
     return StreamableHTTPApp(app, lifespan, endpoint, event_store=events, session_store=store, sse=sse, auth=auth)
 
 

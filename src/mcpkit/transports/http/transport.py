@@ -173,6 +173,14 @@ class HttpTransport:
         return self._legacy.session_id
 
     @property
+    def rejected_tools(self) -> dict[str, str]:
+        """Tools the server listed that this transport left out of ``tools/list`` results
+        (2026-07-28: their ``x-mcp-header`` annotations are invalid, and the spec asks a
+        client to reject them): tool name -> the reason. Each is also logged once, as a
+        warning on the ``mcpkit.http`` logger (docs/http.md)."""
+        return dict(self._modern.rejected)
+
+    @property
     def protocol_version(self) -> str | None:
         """The legacy protocol version negotiated by ``initialize``, if any."""
         return self._legacy.version
@@ -206,6 +214,12 @@ class HttpTransport:
                 f"{lost.policy.window:g} s; not trying again (last: {reason})"
             )
         return delay
+
+    @property
+    def supervises_start(self) -> bool:
+        """Whether a server that cannot be reached while the client first connects is
+        tried again like a lost connection: the ``reconnect`` policy's ``supervise_start``."""
+        return self.reconnect_policy is not None and self.reconnect_policy.supervise_start
 
     def send(self, data: bytes) -> None:
         """POST one message (in a task; never blocks, never raises). Dropped after

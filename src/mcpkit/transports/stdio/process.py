@@ -11,9 +11,10 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from ...protocol.errors import ConnectionClosed, flatten_text
 from ...protocol.framing import NEWLINE, LineFramer
@@ -21,7 +22,34 @@ from ..base import OnClose, OnMessage
 from ..restart import CrashLog, RestartPolicy
 from .pipes import Flow, Inbox, small_reads, widen_pipe
 
-__all__ = ["StdioTransport"]
+__all__ = ["StdioTransport", "SAFE_ENVIRONMENT", "safe_environment"]
+
+_STDERR_NOTE: Final = "; stderr: "
+_STDERR_TAIL: Final = 300  # characters of the server's stderr a reason carries
+
+#: The variables a server given an ``env`` of its own still inherits from ours by default:
+#: where programs are found, who and where the user is, the locale, the terminal, the
+#: temporary directory, and on Windows what its programs need to run at all.
+SAFE_ENVIRONMENT: Final = (
+    ("APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+     "PROGRAMDATA", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR")
+    if sys.platform == "win32"
+    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ")
+)  # fmt: skip
+
+
+def safe_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The part of ``environ`` (ours by default) a server with an ``env`` of its own
+    inherits: :data:`SAFE_ENVIRONMENT`, and the ``LC_*`` locale variables. A value that
+    starts with ``()`` (an exported shell function) is never passed on."""
+    source = os.environ if environ is None else environ
+    upper = sys.platform == "win32"  # Windows variable names are case-insensitive
+    wanted = set(SAFE_ENVIRONMENT)
+    return {
+        key: value
+        for key, value in source.items()
+        if ((key.upper() if upper else key) in wanted or key.startswith("LC_")) and not value.startswith("()")
+    }
 
 
 class _ProcessProtocol(asyncio.SubprocessProtocol):
@@ -54,6 +82,14 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
 class StdioTransport:
     """The client's side of stdio: spawns the server process and supervises it.
 
+    The server's environment: without ``env`` it inherits ours, all of it. Given an
+    ``env``, those variables are merged over a safe part of ours
+    (:func:`safe_environment`: ``PATH``, ``HOME``, the user, the locale, the terminal,
+    the temporary directory, the platform's essentials), as the official SDK does, so
+    that ``python3`` or ``node`` resolve as they do for us and nothing else leaks.
+    ``inherit_env=False`` passes exactly ``env`` (nothing of ours); ``inherit_env=True``
+    merges it over the whole of ours.
+
     ``stderr`` is ``"inherit"`` (the server's stderr goes to ours, the default),
     ``"capture"`` (kept in memory, the last ``stderr_limit`` bytes readable from
     :attr:`stderr_output`) or ``"devnull"``. Closing follows the spec's shutdown:
@@ -74,6 +110,7 @@ class StdioTransport:
         command: Sequence[str],
         *,
         env: Mapping[str, str] | None = None,
+        inherit_env: bool | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stderr: Literal["inherit", "capture", "devnull"] = "inherit",
         max_message_size: int = 64 * 1024 * 1024,
@@ -90,6 +127,7 @@ class StdioTransport:
         self._stopped = False  # close() was called: never restart
         self.command = list(command)
         self.env = dict(env) if env is not None else None
+        self.inherit_env = inherit_env
         self.cwd = cwd
         self.stderr = stderr
         self.shutdown_timeout = shutdown_timeout
@@ -98,6 +136,8 @@ class StdioTransport:
         self._stderr_buf: deque[bytes] = deque()
         self._stderr_size = 0
         self._stderr_limit = stderr_limit
+        self._stderr_written = 0  # bytes in all, and as of the current process's start:
+        self._stderr_since = 0  # what a reason quotes is the current process's alone
         self._proc: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
         self._inbox = Inbox(lambda data: None)
@@ -107,6 +147,19 @@ class StdioTransport:
         self._exit: asyncio.Future[None] | None = None
         self._eof_timer: asyncio.TimerHandle | None = None
         self._stdout_done = False
+        self._stderr_closed = asyncio.Event()  # the captured stderr was read to its end
+        self._stderr_closed.set()  # (nothing to read until a start captures it)
+
+    @property
+    def environment(self) -> dict[str, str] | None:
+        """The environment the server is started with (None: ours, unchanged)."""
+        env, inherit = self.env, self.inherit_env
+        if inherit is False:
+            return dict(env or {})
+        if env is None:
+            return None
+        base = dict(os.environ) if inherit else safe_environment()
+        return {**base, **(env or {})}
 
     @property
     def pid(self) -> int | None:
@@ -147,13 +200,17 @@ class StdioTransport:
         self._on_close = on_close
         self._exit = loop.create_future()
         err = {"inherit": None, "capture": subprocess.PIPE, "devnull": subprocess.DEVNULL}[self.stderr]
+        self._stderr_closed = asyncio.Event()
+        if self.stderr != "capture":
+            self._stderr_closed.set()
+        self._stderr_since = self._stderr_written
         proc, _ = await loop.subprocess_exec(
             self._new_protocol,
             *self.command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
-            env=self.env,
+            env=self.environment,
             cwd=self.cwd,
             start_new_session=False,
         )
@@ -170,8 +227,12 @@ class StdioTransport:
         # requests are small, and a narrow pipe tells a slow server's back-pressure sooner.
         small_reads(stdout)
         pipe = stdout.get_extra_info("pipe")
-        if pipe is not None:
-            widen_pipe(pipe.fileno())
+        try:
+            fd = pipe.fileno() if pipe is not None else None
+        except ValueError:  # closed already: the process exited at once (its exit is on its way)
+            fd = None
+        if fd is not None:
+            widen_pipe(fd)
         if not self._inbox.hungry:  # paused before the process started
             stdout.pause_reading()
 
@@ -182,21 +243,36 @@ class StdioTransport:
     def restart_delay(self, reason: str) -> float | None:
         """The server went away (``reason``): seconds to wait before starting it again,
         or None without ``restart`` (or after :meth:`close`). Raises
-        :class:`~mcpkit.ConnectionClosed` when the policy gives up."""
+        :class:`~mcpkit.ConnectionClosed` when the policy gives up; its message names the
+        last reason and, with ``stderr="capture"``, the tail of the server's stderr."""
         crashes = self._crashes
         if crashes is None or self._stopped:
             return None
         delay = crashes.crashed(asyncio.get_running_loop().time())
         if delay is None:
             policy = crashes.policy
-            tail = flatten_text(self.stderr_output[-300:].decode("utf-8", "replace").strip(), 300)
             rc = self.returncode
             code = f", exit code {rc}" if rc is not None and f"(code {rc})" not in reason else ""
+            tail = self._stderr_note() if _STDERR_NOTE not in reason else ""
             raise ConnectionClosed(
                 f"The server process crashed {crashes.recent} times within {policy.window:g} s; "
-                f"not restarting it again (last: {reason}{code}){'; stderr: ' + tail if tail else ''}"
+                f"not restarting it again (last: {reason}{code}){tail}"
             )
         return delay
+
+    @property
+    def supervises_start(self) -> bool:
+        """Whether a server that fails while the client first connects (it exits, or
+        closes its stdout, before the handshake is done) is restarted like a crash: the
+        restart policy's ``supervise_start``."""
+        return self.restart_policy is not None and self.restart_policy.supervise_start
+
+    def _stderr_note(self) -> str:
+        """``"; stderr: …"`` with the last 300 bytes the current process wrote to its
+        (captured) stderr, flattened to one line; nothing if it wrote none."""
+        own = min(self._stderr_written - self._stderr_since, _STDERR_TAIL)
+        tail = flatten_text(self.stderr_output[-own:].decode("utf-8", "replace").strip(), _STDERR_TAIL) if own else ""
+        return f"{_STDERR_NOTE}{tail}" if tail else ""
 
     @property
     def write_blocked(self) -> bool:
@@ -213,6 +289,7 @@ class StdioTransport:
         elif fd == 2:
             self._stderr_buf.append(data)
             self._stderr_size += len(data)
+            self._stderr_written += len(data)
             while self._stderr_size > self._stderr_limit and len(self._stderr_buf) > 1:
                 self._stderr_size -= len(self._stderr_buf.popleft())
 
@@ -220,22 +297,30 @@ class StdioTransport:
         if fd == 1:
             self._inbox.put(self._framer.eof())
             self._stdout_done = True
-            if self._exit is not None and self._exit.done():
-                self._finish(self._exit_reason())
-            else:  # the process is probably exiting: a moment for its status, which the reason names
-                self._finish_soon("server closed its stdout")
+            self._settle("server closed its stdout")
+        elif fd == 2:
+            self._stderr_closed.set()
+            self._settle(None)
         elif fd == 0:
             self._flow.release()
 
     def _exited(self) -> None:
         if self._exit is not None and not self._exit.done():
             self._exit.set_result(None)
-        if self._stdout_done:
-            self._finish(self._exit_reason())
-        else:
-            # Give stdout a moment to deliver what the process wrote before it exited,
-            # then consider the connection gone even if a grandchild holds stdout open.
-            self._finish_soon(self._exit_reason())
+        self._settle(None)
+
+    def _settle(self, hint: str | None) -> None:
+        """A pipe closed or the process exited: the connection ends once the process has
+        exited and its pipes are read to the end (so that the reason carries the last of
+        its stderr). It ends anyway a moment after the exit — a grandchild may hold a pipe
+        open — or a moment after stdout closed (``hint``) while the process still runs."""
+        if self._exit is not None and self._exit.done():
+            if self._stdout_done and self._stderr_closed.is_set():
+                self._finish(self._exit_reason())
+            else:
+                self._finish_soon(self._exit_reason())
+        elif hint is not None:
+            self._finish_soon(hint)
 
     def _exit_reason(self) -> str:
         return f"server process exited (code {self.returncode})"
@@ -254,7 +339,7 @@ class StdioTransport:
         if self._eof_timer is not None:
             self._eof_timer.cancel()
         if self._on_close is not None:
-            self._on_close(reason)
+            self._on_close(reason if reason == "closed" else reason + self._stderr_note())
 
     def pause_reading(self) -> None:
         """Stop handing on the server's messages and reading its stdout. Never raises."""
@@ -293,6 +378,15 @@ class StdioTransport:
         self._stopped = True
         await self._shut_down()
 
+    async def _read_stderr_to_the_end(self) -> None:
+        """Once the process has exited, let its captured stderr be read to its end (at
+        most a second: a grandchild may hold the pipe open), so that
+        :attr:`stderr_output` has the last it wrote once :meth:`close` returns."""
+        try:
+            await asyncio.wait_for(self._stderr_closed.wait(), 1.0)
+        except TimeoutError:
+            pass
+
     async def _shut_down(self) -> None:
         proc, exited = self._proc, self._exit
         if proc is None or exited is None:
@@ -312,6 +406,7 @@ class StdioTransport:
                     await asyncio.wait_for(asyncio.shield(exited), self.shutdown_timeout)
                 except TimeoutError:
                     continue
+            await self._read_stderr_to_the_end()
         except BaseException:
             if not exited.done():
                 proc.kill()

@@ -7,6 +7,8 @@ client cannot make the server hold more than a bounded amount on its behalf. Whi
 paused, the server still notices a client that hangs up (closes stdin; Linux): what is
 left in the pipe is then read and handed on regardless of the bound (a closed pipe
 holds a bounded amount), so that end of input is seen, and shutdown starts, promptly.
+When the server stops on a signal, :meth:`ServerStdio.stop_reading` ends reading for
+good while writing goes on (requests in progress are still answered).
 
 The read-side and write-side flow control are :mod:`.pipes`' (the spawned-process
 transport, :mod:`.process`, uses them too).
@@ -215,6 +217,20 @@ class ServerStdio:
         if self._peer_hold:
             self._peer_hold = False
             self._update()
+
+    def stop_reading(self) -> None:
+        """Read no more, for good (the server is stopping: SIGINT, SIGTERM): messages
+        read but not yet handed on are dropped, and what is left in stdin stays there.
+        Writing goes on, so that requests in progress are still answered. Never raises."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._inbox.clear()
+        self._more.set()  # the file thread reads on; what it reads is ignored
+        if self._hangup is not None:
+            self._hangup.stop()
+        if self._reader is not None:
+            self._reader.pause_reading()
 
     def _hold_for_writing(self, hold: bool) -> None:
         self._write_hold = hold

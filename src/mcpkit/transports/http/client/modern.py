@@ -55,6 +55,8 @@ class ModernEra:
         self._private = private
         self.failures = failures
         self._rules: dict[str, HeaderRules] = {}  # tool name -> its x-mcp-header rules
+        #: Tools left out of the listings for invalid ``x-mcp-header`` annotations: name -> why.
+        self.rejected: dict[str, str] = {}
 
     def claim(self, params: dict[str, Any] | None, built: bytes | None = None) -> ModernMessage | None:
         """The era part of a message with ``params`` if it is modern (its ``_meta``
@@ -108,8 +110,10 @@ class ModernEra:
 
     def _learn_tools(self, listing: dict[str, Any]) -> list[Any] | None:
         """Remember the ``x-mcp-header`` annotations of listed tools. Tools whose
-        annotations are invalid are left out, with a warning, as the spec requires:
-        returns the tools to keep if any were left out, else None."""
+        annotations are invalid are left out, as the spec requires, and kept in
+        :attr:`rejected` with the reason; a warning on the ``mcpkit.http`` logger names
+        each such tool and why, once (again only if its reason changes). Returns the tools
+        to keep if any were left out, else None."""
         tools = listing.get("tools")
         if not isinstance(tools, list):
             return None
@@ -123,8 +127,16 @@ class ModernEra:
             try:
                 mapping = x_mcp_header_map(tool.get("inputSchema"))
             except ValueError as exc:
-                logger.warning("leaving out tool %r: %s", flatten_text(name, 256), flatten_text(str(exc), 512))
+                reason = flatten_text(str(exc), 512)
+                if self.rejected.get(name) != reason:
+                    logger.warning(
+                        "leaving out tool %r of the server's tools/list: its x-mcp-header annotations are invalid (%s)",
+                        flatten_text(name, 256),
+                        reason,
+                    )
+                self.rejected[name] = reason
                 continue
+            self.rejected.pop(name, None)
             if mapping:
                 self._rules[name] = mapping
             kept.append(tool)

@@ -13,7 +13,9 @@ app, which ASGI servers inspect, stays an ``async def``.) A :class:`Reject` rais
 :class:`Refusals` becomes its plain response there — a status with a one-line text body
 (or a JSON-RPC error body), before any JSON-RPC parsing when it comes from a check — and
 any other exception a logged 500 with a JSON-RPC -32603 body, never the ASGI server's
-traceback. The headers are decoded once per request (:func:`request_headers`, kept in
+traceback. No body says why something failed inside the server: exception text and
+internal addresses go to the log, under a reference id the response carries
+(:func:`withheld`, and the 500's ``data``). The headers are decoded once per request (:func:`request_headers`, kept in
 the scope) whichever layers read them.
 
 Nothing here knows JSON-RPC beyond encoding an error response; nothing here knows the
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
@@ -43,6 +46,8 @@ __all__ = [
     "SSE_HEADERS",
     "Reject",
     "Refusals",
+    "withheld",
+    "under_reference",
     "Paths",
     "ClientDisconnected",
     "request_headers",
@@ -120,8 +125,39 @@ class Refusals:
         except Reject as rej:
             await send_reject(send, rej)
         except Exception:  # the last resort: never uvicorn's plain-text 500 and traceback
-            _log.exception("unexpected error serving %s %s", scope.get("method"), scope.get("path"))
-            await send_json(send, 500, json_error(None, McpError(INTERNAL_ERROR, "Internal error")))
+            ref = _reference()
+            _log.exception("unexpected error serving %s %s (reference %s)", scope.get("method"), scope.get("path"), ref)
+            await send_json(send, 500, json_error(None, McpError(INTERNAL_ERROR, "Internal error", {"reference": ref})))
+
+
+def _reference() -> str:
+    """A fresh reference id: what a client quotes to find a failure in the server's log."""
+    return os.urandom(6).hex()
+
+
+def under_reference(what: str, cause: BaseException | str, *, level: int = logging.WARNING) -> str:
+    """Log ``cause`` — an exception or its text, which may name files, addresses or
+    secrets — under a fresh reference id, at ``level`` (with its traceback from ERROR
+    up); returns what a client may be told instead: ``"<what> (reference 3f2a...)"``."""
+    ref = _reference()
+    traceback = cause if isinstance(cause, BaseException) and level >= logging.ERROR else None
+    _log.log(level, "%s (reference %s): %s", what, ref, cause, exc_info=traceback)
+    return f"{what} (reference {ref})"
+
+
+def withheld(
+    status: int,
+    what: str,
+    cause: BaseException | str,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+    *,
+    level: int = logging.WARNING,
+) -> Reject:
+    """A refusal that tells the client only ``what`` failed and a reference id
+    (``"Service Unavailable: <what> (reference 3f2a...)"``); ``cause`` is logged under
+    that id (:func:`under_reference`)."""
+    phrase = {503: "Service Unavailable", 500: "Internal Server Error"}.get(status, "Error")
+    return Reject(status, f"{phrase}: {under_reference(what, cause, level=level)}", headers)
 
 
 class Paths:

@@ -38,7 +38,7 @@ from ....runtime.outcome import deliver
 from ....stores.events import EventStore, SharedEventStore
 from ....stores.sessions import MessageKind, NodeMessage, SessionRecord, SessionStore, StoreUnavailable
 from ...base import RequestHandler
-from .asgi import Receive, Reject, Send, end_body, json_error, send_frame, start_sse, wait_disconnect
+from .asgi import Receive, Reject, Send, end_body, json_error, send_frame, start_sse, wait_disconnect, withheld
 from .session_changes import connect_changes, resync
 from .sessions import HttpSession, SessionManager
 
@@ -58,8 +58,9 @@ _Snapshot = tuple[str | None, frozenset[str]]
 
 
 def unavailable(exc: BaseException) -> Reject:
-    """The 503 for a request that needs the shared store while it cannot be reached."""
-    return Reject(503, f"Service Unavailable: {exc}", [(b"retry-after", b"1")])
+    """The 503 for a request that needs the shared store while it cannot be reached: the
+    store's error (its address, say) is logged under the reference id the body gives."""
+    return withheld(503, "the shared store cannot be reached", exc, [(b"retry-after", b"1")])
 
 
 class Cluster:

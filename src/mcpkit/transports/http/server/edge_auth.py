@@ -11,8 +11,10 @@ Three pieces, at three depths of the app:
   (401 without a valid, unexpired one — :meth:`ResourceServer.authenticate
   <mcpkit.auth.server.ResourceServer.authenticate>` checks ``exp``, with the verifier's
   leeway, for every verifier; 403 for missing scopes or a legacy session another
-  identity opened; 503 when tokens cannot be verified) and puts the verified identity in
-  the request's context (``auth/identity.py``), which the handler's task inherits;
+  principal opened; 503 when tokens cannot be verified — the verifier is unavailable, or
+  raised something unforeseen, which is logged and never shown) and puts the verified
+  identity in the request's context (``auth/identity.py``), which the handler's task
+  inherits;
 * :class:`ScopeCheck`, which the endpoints call once a POST's message is parsed: the
   scopes of the tool, prompt or resource it names (403 ``insufficient_scope``). Without
   authorization the endpoints are given :func:`no_scopes` instead.
@@ -79,8 +81,11 @@ class BearerAuth:
         ``WWW-Authenticate``) without a valid token or with an expired one (past the
         verifier's leeway, checked by the ``ResourceServer``), 403 for missing scopes (a
         POST's are checked by :class:`ScopeCheck` once its request is known) or when
-        ``Mcp-Session-Id`` names a session another subject opened, 503 when tokens
-        cannot be verified now (or the shared session store cannot be reached)."""
+        ``Mcp-Session-Id`` names a session another principal opened
+        (:attr:`AccessToken.principal <mcpkit.auth.identity.AccessToken.principal>`), 503
+        when tokens cannot be verified now — the verifier is unavailable or failed
+        unexpectedly, with the ``Retry-After`` it suggests — (or the shared session store
+        cannot be reached)."""
         try:
             # a POST's scopes are checked once its request is known: the refusal names all it needs
             identity = await self.auth.authenticate(headers.get("authorization"), check_scopes=method != "POST")

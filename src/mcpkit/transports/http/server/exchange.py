@@ -79,6 +79,8 @@ class _Release:
 
 #: Messages of one response waiting for a slow client before a subscription waits.
 _HIGH_WATER: Final = 256
+#: A JSON error answer with one of these statuses says when to try again.
+_RETRY_LATER: Final = {429: [(b"retry-after", b"1")], 503: [(b"retry-after", b"1")]}
 _CLIENT_GONE: Final = _ClientGone()
 _RELEASE: Final = _Release()
 
@@ -309,8 +311,10 @@ class Exchange:
 
     async def _deliver(self, send: Send, watcher: asyncio.Task[None]) -> None:
         """Answer according to the first item: nothing if the client has gone, JSON for
-        a lone response (or the -32800 of a cancelled handler), else an SSE stream (also
-        when the handler ends its connection before anything else)."""
+        a lone response (or the -32800 of a cancelled handler; a 429 or 503 with
+        ``Retry-After``), else an SSE stream (also when the handler ends its connection
+        before anything else). Nothing written is held longer than its writing (a
+        subscription's acknowledgement is not kept for the subscription's life)."""
         first = await self._items.get()
         if isinstance(first, _ClientGone):
             return
@@ -319,19 +323,21 @@ class Exchange:
         # is forced: a stream could only say 200.
         if isinstance(first, (_Answer, _Cancelled)) and (self._json_response is not False or first.status != 200):
             self._started = "json"
-            await send_json(send, first.status, first.message or b"")
+            await send_json(send, first.status, first.message or b"", _RETRY_LATER.get(first.status, ()))
             return
+        del first  # self._held has it until it is written
         self._started = "sse"
         await start_sse(send)
         if self._stored_in is None:
-            await self._stream_direct(send, first)
+            await self._stream_direct(send)
         else:
-            await self._stream_stored(send, first, self._stored_in, watcher)
+            await self._stream_stored(send, self._stored_in, watcher)
 
-    async def _stream_direct(self, send: Send, item: _Item) -> None:
-        """SSE written straight to the connection: each message as it comes, until the
-        response (or the cancellation) ends the stream or the client goes."""
-        while not isinstance(item, _ClientGone):
+    async def _stream_direct(self, send: Send) -> None:
+        """SSE written straight to the connection, from the held item on: each message as
+        it comes, until the response (or the cancellation) ends the stream or the client goes."""
+        item: _Item | None = self._held
+        while item is not None and not isinstance(item, _ClientGone):
             if isinstance(item, _Release):  # not resumable: the connection is the stream
                 item = await self._items.get()
                 continue
@@ -339,16 +345,19 @@ class Exchange:
             message = _message_of(item)
             if message:
                 await send_frame(send, encode_event(message))
-            self._held = None
+            self._held = message = None
             if not isinstance(item, _Note):
                 await end_body(send)
                 return
+            item = None
             item = await self._items.get()
 
-    async def _stream_stored(self, send: Send, first: _Item, session: HttpSession, watcher: asyncio.Task[None]) -> None:
-        """SSE through a new stored stream of ``session``: every message is stored with
-        an event id, and forwarded to this connection while it lasts (or until the
-        handler releases it)."""
+    async def _stream_stored(self, send: Send, session: HttpSession, watcher: asyncio.Task[None]) -> None:
+        """SSE through a new stored stream of ``session``, from the held item on: every
+        message is stored with an event id, and forwarded to this connection while it
+        lasts (or until the handler releases it)."""
+        first = self._held
+        assert first is not None
         stream = session.new_stream(self._request.id)
         stream.request_id = self._request.id
         sink = stream.attach()
@@ -361,9 +370,11 @@ class Exchange:
             if not isinstance(item, _ClientGone):
                 backlog.append(item)
         self._stream = stream  # from here on every message goes to the stored stream, in order
-        self._held = None
+        self._held = first = None
         for item in backlog:
             self._emit(item)
+        backlog.clear()
+        del item
         try:
             await _forward(sink, send, watcher)
         finally:

@@ -8,47 +8,72 @@ session store cannot be reached (legacy sessions get 503 meanwhile; every node s
 store, so taking them all out of rotation would stop the stateless modern era too) — and
 503 with the reason when it should not: the app is draining (SIGTERM) or its lifespan
 failed to start. Both answer ``HEAD`` too, carry ``Cache-Control: no-store``, and need
-no authorization.
+no authorization. Their text names a state, never a cause: why the store cannot be
+reached, or why the start failed, goes to the log (``mcpkit.http``), and a failed start
+is named by the reference id its log record carries.
 
-:class:`Health` is the outermost middleware of the app: a probe is answered before the
-``Host``/``Origin`` check, the authorization, and the lazy start of the server's
-lifespan (a probe does not start it), and never waits on anything but the store check.
+:class:`Health` sits just inside :class:`~.asgi.Refusals`: a probe is answered after
+the ``Host``/``Origin`` check (:class:`~.security.HostOriginGuard`'s rules, with the
+``probe_hosts`` a deployment allows besides) and before the authorization and the lazy
+start of the server's lifespan (a probe does not start it), and never waits on anything
+but the store check.
 """
 
 from __future__ import annotations
 
-from ....protocol.errors import flatten_text
+import logging
+
 from ....stores.sessions import SessionStore, StoreUnavailable
-from .asgi import ASGIApp, Receive, Scope, Send, local_path, safe_send
+from .asgi import Receive, Scope, Send, local_path, request_headers, safe_send
 from .lifespan import Lifespan
+from .security import HostList, HostOriginGuard
+
+_log = logging.getLogger("mcpkit.http")
 
 __all__ = ["Health"]
 
 
 class Health:
     """Middleware that serves the two endpoints under ``path`` (below any ASGI
-    ``root_path``) and passes every other request to ``app``. Readiness asks
-    ``lifespan`` (draining, a failed start) and ``store`` (reachable). Raises
-    ``ValueError`` for a ``path`` that does not start with ``/``."""
+    ``root_path``) to requests ``guard`` allows — a ``Host`` in ``probe_hosts`` besides —
+    and passes every other request to ``guard``, the app's own ``Host``/``Origin`` check.
+    Readiness asks ``lifespan`` (draining, a failed start) and ``store`` (reachable).
+    Raises ``ValueError`` for a ``path`` that does not start with ``/``, or for a
+    malformed ``probe_hosts`` entry; :class:`~.asgi.Reject` (403) for a probe from a
+    ``Host`` or ``Origin`` not allowed."""
 
-    def __init__(self, app: ASGIApp, path: str, *, lifespan: Lifespan, store: SessionStore) -> None:
+    def __init__(
+        self,
+        guard: HostOriginGuard,
+        path: str,
+        *,
+        lifespan: Lifespan,
+        store: SessionStore,
+        probe_hosts: HostList | None = None,
+    ) -> None:
         if not path.startswith("/"):
             raise ValueError("health_path must start with '/'")
-        self.app = app
+        self.app = guard
         self.path = path.rstrip("/") or "/"
         self._lifespan = lifespan
         self._store = store
+        self._probe_hosts = probe_hosts
+        self._reachable = True  # the store, when last asked (its failures are logged on the change)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not await self.serve(scope, send):
+        if self._route(scope) is None:
             await self.app(scope, receive, send)
+            return
+        self.app.check(scope, request_headers(scope), self._probe_hosts)
+        await self.serve(scope, send)
 
     async def readiness(self) -> tuple[bool, str]:
         """Whether this node should get traffic, and a word on its state. A shared store
         that cannot be reached is reported but does not make the node unready: every node
         shares it, and taking them all out would stop the modern era too, which does not
-        need it. A store's check that raises anything but ``StoreUnavailable`` (none of
-        mcpkit's does) propagates, to the ASGI server."""
+        need it; why it cannot be reached is logged when that begins, never answered. A
+        store's check that raises anything but ``StoreUnavailable`` (none of mcpkit's
+        does) propagates (the app answers 500 with a reference id)."""
         lifespan = self._lifespan
         if lifespan.draining:
             return False, "draining"
@@ -57,7 +82,13 @@ class Health:
         try:
             await self._store.check()
         except StoreUnavailable as exc:
-            return True, f"degraded: {flatten_text(str(exc), 200)}"
+            if self._reachable:
+                _log.warning("readiness: degraded: %s", exc)
+            self._reachable = False
+            return True, "degraded: the session store cannot be reached"
+        if not self._reachable:
+            _log.warning("readiness: the session store can be reached again")
+        self._reachable = True
         return True, "ready"
 
     def _route(self, scope: Scope) -> str | None:

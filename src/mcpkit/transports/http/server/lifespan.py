@@ -22,7 +22,10 @@ for its ASGI server), a host application's lifespan (:meth:`Lifespan.start` and
 :meth:`Lifespan.stop`, which ``StreamableHTTPApp.lifespan`` wraps for Starlette and
 FastAPI, which do not forward lifespan events to mounted apps), or neither: then
 :class:`StartOnFirstRequest`, a middleware, starts it on the first request, once, and a
-start that failed answers every request 503.
+start that failed answers every request 503 — saying only that the server failed to
+start, with the reference id under which the cause (which may name files, addresses or
+secrets) is logged, once, as ``mcpkit.http``. Through the ASGI lifespan protocol the
+cause goes to the ASGI server, which reports it (once) and exits.
 """
 
 from __future__ import annotations
@@ -32,9 +35,8 @@ from collections.abc import Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from ....protocol.errors import flatten_text
 from ...base import RequestHandler
-from .asgi import ASGIApp, Receive, Reject, Scope, Send
+from .asgi import ASGIApp, Receive, Reject, Scope, Send, under_reference
 
 __all__ = ["Part", "Lifespan", "StartOnFirstRequest"]
 
@@ -70,7 +72,8 @@ class Lifespan:
         self._parts = tuple(parts)
         self._running: AbstractAsyncContextManager[Any] | None = None
         self._lazy_started = False
-        #: Why the lifespan started on the first request failed to start (then every request is refused 503).
+        #: What the 503s say when the lifespan started on the first request failed to start
+        #: (then every request is refused): a failure and its reference id, not its cause.
         self.start_failed: str | None = None
         #: The shutdown has begun (:meth:`begin_shutdown`).
         self.draining = False
@@ -122,15 +125,15 @@ class Lifespan:
 
     async def serve(self, receive: Receive, send: Send) -> None:
         """Serve the ASGI lifespan protocol: startup runs :meth:`start` (a failure is
-        logged and reported, and the ASGI server exits), shutdown :meth:`stop`. Returns
-        after the shutdown, or after a failed startup. Cancellation propagates."""
+        reported to the ASGI server, which logs it and exits: it is not logged here as
+        well), shutdown :meth:`stop`. Returns after the shutdown, or after a failed
+        startup. Cancellation propagates."""
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 try:
                     await self.start()
                 except Exception as exc:
-                    _log.error("%s", exc)
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 await send({"type": "lifespan.startup.complete"})
@@ -141,9 +144,10 @@ class Lifespan:
 
     async def ensure_started(self) -> None:
         """A request before any lifespan startup (mounted where lifespan events do not
-        arrive): start now, once, and keep it up. Raises :class:`Reject` (503) if it
-        failed to start (then and for every later request). Cancellation while
-        starting propagates, and a later request does not try again."""
+        arrive): start now, once, and keep it up. Raises :class:`Reject` (503, with a
+        reference id; the cause is logged once) if it failed to start, then and for every
+        later request. Cancellation while starting propagates, and a later request does
+        not try again."""
         if self.start_failed is not None:
             raise Reject(503, f"Service Unavailable: {self.start_failed}")
         if self._lazy_started:
@@ -153,8 +157,7 @@ class Lifespan:
         try:
             await self.start()
         except Exception as exc:
-            self.start_failed = flatten_text(str(exc), 256)
-            _log.error("%s", exc)
+            self.start_failed = under_reference("the server failed to start", exc, level=logging.ERROR)
             raise Reject(503, f"Service Unavailable: {self.start_failed}") from None
 
 

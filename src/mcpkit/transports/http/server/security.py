@@ -1,13 +1,17 @@
-"""DNS-rebinding protection: which ``Host`` and ``Origin`` headers the endpoint accepts,
-as a middleware (:class:`HostOriginGuard`) in front of the MCP endpoint and the
-deprecated HTTP+SSE endpoints alike.
+"""DNS-rebinding protection: which ``Host`` and ``Origin`` headers the app accepts, as a
+middleware (:class:`HostOriginGuard`) in front of everything the app serves — the MCP
+endpoint, the deprecated HTTP+SSE endpoints, the authorization metadata at
+``/.well-known/``, and (through :class:`~.health.Health`, which asks the guard) the
+health probes.
 
 The rules (docs/http.md, "Security"): explicit ``allowed_hosts`` / ``allowed_origins``
 lists win; otherwise, when protection is on (by default: when the app is served on a
 loopback address), both must name a loopback host; with protection off, an ``Origin``
 must match ``Host``. A request that breaks them is refused 403 before anything below the
-guard sees it; the app's health endpoints and authorization metadata sit in front of it
-and need no particular ``Host``.
+guard sees it. A deployment whose probes cannot send an allowed ``Host`` (a load
+balancer checking a node by its address) lists them in ``probe_hosts``
+(:class:`HostList`: names, IP networks, or ``*``), which the health endpoints accept
+besides.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Awaitable, Sequence
 
 from .asgi import ASGIApp, Headers, Receive, Reject, Scope, Send, request_headers
 
-__all__ = ["HostOriginGuard"]
+__all__ = ["HostOriginGuard", "HostList"]
 
 
 @functools.lru_cache(maxsize=256)  # bounded: the host comes from a header anyone can send
@@ -36,6 +40,48 @@ def _host_name(host_header: str) -> str:
     if host_header.startswith("["):
         return host_header[: host_header.find("]") + 1]
     return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+class HostList:
+    """``Host`` values to accept: each entry a host name or IP literal (with a port, only
+    that port; without, any), an IP network in CIDR notation (``10.0.0.0/8``: any host
+    whose address is in it), or ``*`` (any ``Host``, or none). Names compare
+    case-insensitively. Raises ``ValueError`` for an entry that is empty or a malformed
+    network."""
+
+    def __init__(self, entries: Sequence[str]) -> None:
+        if isinstance(entries, str):
+            raise ValueError("probe_hosts must be a list of hosts, not one string")
+        self.any = False
+        self._names: set[str] = set()
+        self._networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for entry in entries:
+            value = entry.strip().lower()
+            if not value:
+                raise ValueError("an empty entry in probe_hosts")
+            if value == "*":
+                self.any = True
+            elif "/" in value:
+                self._networks.append(ipaddress.ip_network(value.strip("[]"), strict=False))
+            else:
+                self._names.add(value)
+
+    def __contains__(self, host: object) -> bool:
+        """Whether ``host`` (a ``Host`` header's value, lower-cased) is listed."""
+        if self.any:
+            return True
+        if not isinstance(host, str) or not host:
+            return False
+        name = _host_name(host)
+        if host in self._names or name in self._names:
+            return True
+        if self._networks:
+            try:
+                address = ipaddress.ip_address(name.strip("[]"))
+            except ValueError:
+                return False
+            return any(address in network for network in self._networks)
+        return False
 
 
 class HostOriginGuard:
@@ -64,14 +110,16 @@ class HostOriginGuard:
         self.check(scope, request_headers(scope))
         return self.app(scope, receive, send)
 
-    def check(self, scope: Scope, headers: Headers) -> None:
-        """Raises :class:`Reject` (403) if the request's ``Host`` or ``Origin`` is not allowed."""
+    def check(self, scope: Scope, headers: Headers, also: HostList | None = None) -> None:
+        """Raises :class:`Reject` (403) if the request's ``Host`` or ``Origin`` is not
+        allowed; a ``Host`` in ``also`` is allowed besides (the ``Origin`` rules stay)."""
         protect = self.protection
         if protect is None:
             bound = scope.get("server")
             protect = _loopback(str(bound[0])) if bound else False
         host = headers.get("host", "").lower()
-        self._check_host(host, protect)
+        if also is None or host not in also:
+            self._check_host(host, protect)
         origin = headers.get("origin", "").lower().rstrip("/")
         if origin:
             self._check_origin(origin, host, protect)

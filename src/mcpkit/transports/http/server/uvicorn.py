@@ -2,58 +2,48 @@
 against hostile clients (docs/http.md, "Limits and shutdown").
 
 uvicorn on its own waits forever for a request that has begun (headers or body half
-sent) and accepts connections until the process runs out of descriptors; on SIGTERM it
-waits for every response to finish, which an open SSE stream never does.
-:func:`run_uvicorn` adds what is missing: deadlines for a request's headers and body, a
-cap on open connections (refused at once with a raw 503), and a shutdown that ends the
-GET streams first and gives the requests in progress a bounded grace. The guard wraps
-uvicorn's httptools protocol when httptools is installed (the ``http`` extra brings it,
-and uvloop, which uvicorn's ``loop="auto"`` then runs on), else its h11 protocol; both
-answer alike (docs/http.md, "The HTTP stack"). Imported only when HTTP is served
-(uvicorn is optional).
+sent), reads headers without a bound, and accepts connections until the process runs out
+of descriptors; on SIGTERM it waits for every response to finish, which an open SSE
+stream never does. :func:`run_uvicorn` adds what is missing: the connection guard of
+:mod:`.guard` (header caps, deadlines for a request's head and body, connection slots
+that a newcomer takes from the longest-waiting incomplete connection) over uvicorn's
+httptools protocol when httptools is installed (the ``http`` extra brings it, and uvloop,
+which uvicorn's ``loop="auto"`` then runs on), else its h11 protocol — both answer alike
+(docs/http.md, "The HTTP stack"); and a shutdown that ends the GET streams first and
+gives the requests in progress a bounded grace.
+
+It also runs the app's lifespan itself, around uvicorn's, so that a lifespan that fails
+to start is raised to the caller (:class:`~mcpkit.LifespanError`: ``server.run("http")``
+exits 1 with its one message, as over stdio) rather than logged twice and turned into
+uvicorn's exit status 3; and it returns after a graceful shutdown on SIGINT or SIGTERM
+(the process exits 0) instead of re-raising the signal. Imported only when HTTP is
+served (uvicorn is optional).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import resource
 import socket
-from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from types import FrameType
 from typing import Any, Protocol
 
 try:
-    import h11
     import uvicorn
-    from uvicorn.protocols.http.h11_impl import H11Protocol
 except ModuleNotFoundError as exc:  # the "http" extra is not installed
     raise ModuleNotFoundError(
         f"serving MCP over HTTP needs uvicorn ({exc}); install it with: pip install 'mcpkit[http]'", name=exc.name
     ) from None
 
 from .asgi import Receive, Scope, Send
+from .guard import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS, guarded_protocol
 
 __all__ = ["ShutdownAware", "run_uvicorn", "uvicorn_config", "guarded_protocol", "default_max_connections"]
 
-
-class ShutdownAware(Protocol):
-    """What :func:`run_uvicorn` serves: an ASGI app that is told when the server's
-    shutdown begins (``StreamableHTTPApp``: its GET streams end then)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
-
-    def begin_shutdown(self) -> None: ...
-
-_BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"content-length: 38\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
-    b"Service Unavailable: too many clients\n"
-)
-_TIMEOUT = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"content-length: 52\r\nconnection: close\r\n\r\n"
-    b"Request Timeout: the request did not arrive in time\n"
-)
+#: Seconds the requests cut at the end of the grace get to write their answers (each has
+#: LAST_WORDS_TIMEOUT, 1 s) before the lifespan's exit ends their sessions.
+_LAST_WORDS_WAIT = 2.0
 
 
 def default_max_connections() -> int:
@@ -65,157 +55,71 @@ def default_max_connections() -> int:
     return max(1, min(1000, soft - 64))
 
 
-#: Header bytes the httptools guard accepts past the read they began in: h11's default cap.
-_MAX_HEADERS = 16 * 1024
-_HEADERS = "headers"  # what a client may still owe, as _Guard._phase names it
-_BODY = "body"
+class ShutdownAware(Protocol):
+    """What :func:`run_uvicorn` serves: an ASGI app that is told when the server's
+    shutdown begins (``StreamableHTTPApp``: its GET streams end then), and whose lifespan
+    can be entered as a context manager."""
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
-class _Guard(asyncio.Protocol):
-    """The deadlines and the cap, mixed in before one of uvicorn's HTTP/1.1 protocols;
-    ``_phase`` (defined with that protocol) says what the client still owes in its
-    parser's terms: ``_HEADERS``, ``_BODY`` or None."""
+    def begin_shutdown(self) -> None: ...
 
-    _header_timeout: float
-    _body_timeout: float
-    _max_connections: int
-    _timer: asyncio.TimerHandle | None = None
-    _phase: Callable[[], str | None]
-    # set by the uvicorn protocol this is mixed into
-    transport: asyncio.Transport
-    loop: asyncio.AbstractEventLoop
-    connections: set[Any]
-    cycle: Any
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if len(self.connections) > self._max_connections:
-            transport.write(_BUSY)
-            transport.close()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self._timer is None:
-            self._watch()
-
-    def _watch(self) -> None:
-        phase = self._phase()
-        if phase is not None and not self.transport.is_closing():
-            delay = self._header_timeout if phase is _HEADERS else self._body_timeout
-            self._timer = self.loop.call_later(delay, self._overdue, phase, self.cycle)
-
-    def _overdue(self, phase: str, cycle: Any) -> None:
-        self._timer = None
-        if self._phase() is not phase or self.cycle is not cycle:
-            self._watch()  # progress since: a new deadline for what is owed now, if anything
-            return
-        if self.transport.is_closing():
-            return
-        if self.cycle is None or not self.cycle.response_started:
-            self.transport.write(_TIMEOUT)
-        self.transport.close()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        super().connection_lost(exc)
-
-
-class _GuardedH11(_Guard, H11Protocol):
-    """The guard over uvicorn's h11 protocol: h11's own state says what is owed."""
-
-    def _phase(self) -> str | None:
-        state = self.conn.their_state
-        if state is h11.SEND_BODY:
-            return _BODY
-        if state is h11.IDLE and self.conn.trailing_data[0]:
-            return _HEADERS
-        return None
-
-
-@functools.cache
-def _guarded_httptools() -> type[_Guard] | None:
-    """The guard over uvicorn's httptools protocol, or None without httptools. The
-    parser keeps no state to ask, so the parser's callbacks record what is owed."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-    except ImportError:
-        return None
-
-    class _GuardedHttpTools(_Guard, HttpToolsProtocol):
-        _owed: str | None = None
-        _head = 0  # bytes read since the read in which the headers began
-
-        def _phase(self) -> str | None:
-            return self._owed
-
-        def data_received(self, data: bytes) -> None:
-            # httptools buffers headers without a bound, where h11 answers 400 past
-            # h11_max_incomplete_event_size: the same cap, counted in reads (the read
-            # in which the headers begin is bounded by the transport's read size).
-            if self._owed is not _HEADERS:
-                super().data_received(data)
-                self._head = 0
-                return
-            self._head += len(data)
-            if self._head > (self.config.h11_max_incomplete_event_size or _MAX_HEADERS):
-                self.send_400_response("Invalid HTTP request received: headers too large.")
-                return
-            super().data_received(data)
-
-        def on_message_begin(self) -> None:
-            self._owed = _HEADERS
-            super().on_message_begin()
-
-        def on_headers_complete(self) -> None:
-            self._owed = _BODY
-            super().on_headers_complete()
-
-        def on_message_complete(self) -> None:
-            self._owed = None
-            super().on_message_complete()
-
-    return _GuardedHttpTools
-
-
-def guarded_protocol(
-    header_timeout: float, body_timeout: float, max_connections: int, http: str = "auto"
-) -> type[asyncio.Protocol]:
-    """One of uvicorn's HTTP/1.1 protocols with deadlines and a connection cap.
-
-    ``http`` chooses the parser: ``"httptools"`` (uvicorn's C parser; raises
-    ``ModuleNotFoundError`` without the ``httptools`` package), ``"h11"`` (pure
-    Python), or ``"auto"``: httptools when it is installed, else h11.
-
-    A request whose headers have begun must complete them within ``header_timeout``
-    seconds, and then its body within ``body_timeout`` seconds; past either the client
-    gets a raw 408 (unless its response has started) and the connection is closed. A
-    connection beyond ``max_connections`` is answered 503 and closed before anything is
-    read. The deadlines cost nothing for a request that arrives whole: a timer is set
-    only when a read leaves a request incomplete. Raises ``ValueError`` for another
-    ``http``.
-    """
-    if http not in ("auto", "httptools", "h11"):
-        raise ValueError(f"http must be 'auto', 'httptools' or 'h11', not {http!r}")
-    base = _guarded_httptools() if http != "h11" else _GuardedH11
-    if base is None and http == "httptools":
-        raise ModuleNotFoundError("http='httptools' needs the httptools package", name="httptools")
-    base = base or _GuardedH11
-    settings = {"_header_timeout": header_timeout, "_body_timeout": body_timeout, "_max_connections": max_connections}
-    return type(f"Guarded{base.__name__}", (base,), settings)
+    def lifespan(self, app: object = None) -> AbstractAsyncContextManager[None]: ...
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, telling the app when shutdown begins (so GET streams end)."""
+    """uvicorn's server, telling the app when shutdown begins (so GET streams end) and,
+    with ``own_lifespan``, entering the app's lifespan before uvicorn starts and exiting
+    it after uvicorn stops. A second SIGINT or SIGTERM forces the exit (``forced``)."""
 
-    def __init__(self, config: uvicorn.Config, app: ShutdownAware) -> None:
+    def __init__(self, config: uvicorn.Config, app: ShutdownAware, *, own_lifespan: bool) -> None:
         super().__init__(config)
         self._app = app
+        self._own_lifespan = own_lifespan
+        self._running: AbstractAsyncContextManager[None] | None = None
+        #: The signal that stopped the server (None: none did).
+        self.stop_signal: int | None = None
+        #: A second signal came during the graceful shutdown.
+        self.forced = False
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self._own_lifespan:
+            running = self._app.lifespan()
+            await running.__aenter__()  # raises what the lifespan raises, before anything is bound
+            self._running = running
+        try:
+            await super().startup(sockets)
+        except BaseException:
+            await self._exit_lifespan()
+            raise
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self._app.begin_shutdown()
-        await super().shutdown(sockets)
+        try:
+            await super().shutdown(sockets)
+            # uvicorn has cancelled what outlasted the grace: let those requests write
+            # their answers (each within LAST_WORDS_TIMEOUT) before the lifespan's exit
+            # ends their sessions.
+            cut = [task for task in self.server_state.tasks if not task.done()]
+            if cut and not self.force_exit:
+                await asyncio.wait(cut, timeout=_LAST_WORDS_WAIT)
+        finally:
+            if not self.force_exit:
+                await self._exit_lifespan()
+
+    async def _exit_lifespan(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            await running.__aexit__(None, None, None)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # uvicorn's own re-raises the signal once it has shut down (the process then dies
+        # of it, even after a clean shutdown) and forces only on a second SIGINT.
+        self.stop_signal = sig
+        if self.should_exit:
+            self.force_exit = self.forced = True
+        else:
+            self.should_exit = True
 
 
 def uvicorn_config(
@@ -227,23 +131,30 @@ def uvicorn_config(
     header_timeout: float = 10.0,
     body_timeout: float = 30.0,
     max_connections: int | None = None,
-    http: str | type[asyncio.Protocol] = "auto",
+    max_header_bytes: int | None = None,
+    max_headers: int = DEFAULT_MAX_HEADERS,
+    http: str | type[Any] = "auto",
     loop: str = "auto",
     **overrides: Any,
 ) -> uvicorn.Config:
     """The uvicorn configuration :func:`run_uvicorn` serves ``app`` with: the guarded
-    protocol (see :func:`guarded_protocol`; ``max_connections`` None means
-    :func:`default_max_connections`), keep-alive connections closed after 5 s idle,
-    and a 5 s grace for requests in progress at shutdown. ``http`` ``"auto"`` (the
-    default) guards httptools when it is installed, else h11; ``"h11"`` or
-    ``"httptools"`` guards that one; a protocol class (or another name uvicorn knows)
+    protocol (see :func:`~.guard.guarded_protocol`; ``max_connections`` None means
+    :func:`default_max_connections`, ``max_header_bytes`` None means 16 KiB, or uvicorn's
+    ``h11_max_incomplete_event_size`` when that is given), keep-alive connections closed
+    after 5 s idle, and a 5 s grace for requests in progress at shutdown. ``http``
+    ``"auto"`` (the default) guards httptools when it is installed, else h11; ``"h11"``
+    or ``"httptools"`` guards that one; a protocol class (or another name uvicorn knows)
     replaces the guarded protocol. ``loop`` ``"auto"`` runs on uvloop when it is
     installed (``"asyncio"`` forces asyncio's own loop). ``overrides`` are any other
     ``uvicorn.Config`` arguments, and win. Raises ``ModuleNotFoundError`` for
-    ``http="httptools"`` without httptools."""
+    ``http="httptools"`` without httptools, ``ValueError`` for a limit below 1."""
     limit = max_connections if max_connections is not None else default_max_connections()
+    head_cap = max_header_bytes or overrides.get("h11_max_incomplete_event_size") or DEFAULT_MAX_HEADER_BYTES
+    keep_alive = overrides.get("timeout_keep_alive", 5)
     if isinstance(http, str) and http in ("auto", "h11", "httptools"):
-        http = guarded_protocol(header_timeout, body_timeout, limit, http)
+        http = guarded_protocol(
+            header_timeout, body_timeout, limit, http, max_header_bytes=head_cap, max_headers=max_headers, keep_alive=keep_alive
+        )
     options: dict[str, Any] = {
         "host": host,
         "port": port,
@@ -253,6 +164,8 @@ def uvicorn_config(
         "loop": loop,
         "timeout_keep_alive": 5,
         "timeout_graceful_shutdown": 5,
+        # h11's own cap on a head it buffers: not below the guard's, which counts first
+        "h11_max_incomplete_event_size": max(head_cap, DEFAULT_MAX_HEADER_BYTES),
         **overrides,
     }
     return uvicorn.Config(app, **options)
@@ -261,8 +174,21 @@ def uvicorn_config(
 def run_uvicorn(app: ShutdownAware, **options: Any) -> None:
     """Serve ``app`` until SIGINT or SIGTERM, configured by :func:`uvicorn_config` with
     ``options`` (``host``, ``port``, ``log_level``, ``header_timeout``, ``body_timeout``,
-    ``max_connections``, ``http``, ``loop``, any ``uvicorn.Config`` argument). Shutdown ends the GET streams
-    at once, gives requests in progress ``timeout_graceful_shutdown`` seconds, cancels the
-    rest, then ends every session. Raises what uvicorn raises (``SystemExit`` if the port
-    is taken)."""
-    _Server(uvicorn_config(app, **options), app).run()
+    ``max_connections``, ``max_header_bytes``, ``max_headers``, ``http``, ``loop``, any
+    ``uvicorn.Config`` argument). The app's lifespan is entered before the socket is
+    bound and exited after the server stops (unless ``options`` name uvicorn's
+    ``lifespan``, or the app has no ``lifespan()``: then uvicorn drives it through the
+    ASGI lifespan protocol). Shutdown
+    ends the GET streams at once, gives requests in progress ``timeout_graceful_shutdown``
+    seconds, cancels the rest, then ends every session, and returns.
+
+    Raises what the app's lifespan raises at startup (``LifespanError`` for the server's
+    lifespan), what uvicorn raises (``SystemExit`` if the port is taken), and
+    ``SystemExit`` with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM) when
+    a second signal forced the exit before the graceful shutdown was over."""
+    own_lifespan = "lifespan" not in options and callable(getattr(app, "lifespan", None))
+    config = uvicorn_config(app, **({**options, "lifespan": "off"} if own_lifespan else options))
+    server = _Server(config, app, own_lifespan=own_lifespan)
+    server.run()
+    if server.forced and server.stop_signal is not None:
+        raise SystemExit(128 + server.stop_signal)

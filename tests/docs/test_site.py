@@ -1,0 +1,306 @@
+"""The documentation site: it builds with ``mkdocs build --strict`` (no broken link,
+anchor or reference, no page left out of the nav), its API reference covers every public
+name, and the built site renders in a real headless browser (Debian's Chromium, driven
+over the Chrome DevTools Protocol) with its navigation and without console errors.
+
+Nothing here skips: without mkdocs (the test extra installs it) or Chromium
+(``apt-get install chromium``; ``.ci/run`` installs it) the tests fail and say why.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mcpkit
+from support.paths import ROOT
+from support.system import require
+
+REFERENCE = ROOT / "docs" / "reference"
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+    "--window-size=1400,1000",  # wide enough for the navigation sidebar to show
+)
+
+
+# --- (a) the strict build ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built with ``mkdocs build --strict`` into a temporary directory."""
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about MkDocs 2
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
+    assert "WARNING" not in proc.stderr, proc.stderr
+    return out
+
+
+def test_site_builds_strictly(site: Path) -> None:
+    for page in ("index.html", "start/server/index.html", "migrate-official-sdk/index.html", "reference/server/index.html"):
+        assert (site / page).is_file(), page
+
+
+def test_reference_documents_every_public_name(site: Path) -> None:
+    """Every name of ``mcpkit.__all__`` has a ``::: mcpkit.Name`` entry and an anchor."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(REFERENCE.glob("*.md")))
+    entries = re.findall(r"^::: mcpkit\.(\w+)\s*$", text, re.MULTILINE)
+    assert sorted(entries) == sorted(set(entries)), "a name is documented twice"
+    assert set(entries) == set(mcpkit.__all__), {
+        "missing": set(mcpkit.__all__) - set(entries),
+        "not public": set(entries) - set(mcpkit.__all__),
+    }
+    html = "\n".join(p.read_text(encoding="utf-8") for p in (site / "reference").rglob("index.html"))
+    for name in mcpkit.__all__:
+        assert f'id="mcpkit.{name}"' in html, f"no anchor for mcpkit.{name} in the built reference"
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    """The reference is made of docstrings: every name of ``mcpkit.__all__``, and every
+    public method and property of its classes, has one (``#:`` comments count for
+    constants, as in the reference)."""
+    import griffe
+
+    roles = griffe.load_extensions(str(ROOT / "docs" / "_ext" / "sphinx_roles.py") + ":SphinxRoles")
+    package = griffe.load("mcpkit", search_paths=[str(ROOT / "src")], extensions=roles, resolve_aliases=True)
+    missing = []
+    for name in mcpkit.__all__:
+        obj = package[name]
+        obj = obj.final_target if obj.is_alias else obj
+        members = [(f"{name}.{m}", v) for m, v in obj.members.items() if not m.startswith("_")] if obj.is_class else []
+        for label, item in [(name, obj), *members]:
+            item = item.final_target if item.is_alias else item
+            if label != name and not (item.is_function or "property" in item.labels):
+                continue  # fields are described in their class's docstring
+            if item.docstring is None or len(item.docstring.value.strip()) < 10:
+                missing.append(label)
+    assert not missing, f"public names without a docstring: {missing}"
+
+
+# --- (c) the site in a browser -------------------------------------------------------------
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[str]:
+    """The built site, served on 127.0.0.1; yields its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+class Browser:
+    """Headless Chromium driven over the DevTools Protocol on ``--remote-debugging-pipe``:
+    NUL-terminated JSON on its fds 3 (commands in) and 4 (replies and events out). No
+    port, no websocket, no extra package."""
+
+    def __init__(self, executable: str, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self.profile = tempfile.mkdtemp(prefix="mcpkit-chromium-")
+        to_browser_r, self._w = os.pipe()
+        self._r, from_browser_w = os.pipe()
+        # bash (unlike sh) redirects fds above 9: put the browser's ends on fds 3 and 4.
+        os.dup2(to_browser_r, 100)
+        os.dup2(from_browser_w, 101)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        args = [executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", "about:blank"]
+        try:
+            self.proc = subprocess.Popen(
+                ["/bin/bash", "-c", 'exec "$@" 3<&100 4>&101 100<&- 101>&-', "bash", *args],
+                pass_fds=(100, 101),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        finally:
+            os.close(100)
+            os.close(101)
+        self._buf = b""
+        self._next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close")
+        except Exception:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        os.close(self._w)
+        os.close(self._r)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def _receive(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer from Chromium")
+            if select.select([self._r], [], [], left)[0]:
+                chunk = os.read(self._r, 1 << 16)
+                if not chunk:
+                    raise EOFError(f"Chromium exited (code {self.proc.poll()})")
+                self._buf += chunk
+        raw, self._buf = self._buf.split(b"\0", 1)
+        message: dict[str, Any] = json.loads(raw)
+        return message
+
+    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> dict[str, Any]:
+        """Send one command and return its result; events that arrive meanwhile are kept."""
+        self._next_id += 1
+        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
+        if session is not None:
+            message["sessionId"] = session
+        os.write(self._w, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self._receive(deadline)
+            if reply.get("id") == self._next_id:
+                assert "error" not in reply, f"{method}: {reply['error']}"
+                result: dict[str, Any] = reply["result"]
+                return result
+            self.events.append(reply)
+
+    def wait_for(self, method: str) -> dict[str, Any]:
+        for i, event in enumerate(self.events):
+            if event.get("method") == method:
+                return self.events.pop(i)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            event = self._receive(deadline)
+            if event.get("method") == method:
+                return event
+            self.events.append(event)
+
+
+@pytest.fixture(scope="module")
+def tab() -> Iterator[tuple[Browser, str]]:
+    """A page of a fresh headless Chromium, with console and log events enabled."""
+    executable = require("chromium")  # Debian's, from scripts/setup_tests.py
+    browser = Browser(executable)
+    try:
+        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            browser.send(f"{domain}.enable", session=session)
+        yield browser, session
+    finally:
+        browser.close()
+
+
+_PROBE = """JSON.stringify({
+  title: document.title,
+  h1: (document.querySelector("article h1") || {}).textContent || "",
+  navLinks: document.querySelectorAll(".md-sidebar--primary .md-nav__link").length,
+  navWidth: (document.querySelector(".md-sidebar--primary") || document.body).getBoundingClientRect().width,
+  navText: (document.querySelector(".md-sidebar--primary") || {}).innerText || "",
+  header: !!document.querySelector(".md-header"),
+  search: !!document.querySelector(".md-search__input"),
+  styled: getComputedStyle(document.body).fontFamily !== "",
+  articleText: (document.querySelector("article") || {}).innerText || "",
+  apiObjects: document.querySelectorAll(".doc.doc-object").length,
+  anchors: Array.from(document.querySelectorAll("[id^='mcpkit.']")).map(e => e.id),
+})"""
+
+
+def _errors(events: list[dict[str, Any]]) -> list[str]:
+    found = []
+    for event in events:
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            found.append(f"exception: {params['exceptionDetails'].get('text')} {params['exceptionDetails'].get('exception')}")
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert", "warning"):
+            found.append(f"console.{params['type']}: {[a.get('value', a.get('description')) for a in params['args']]}")
+        elif method == "Log.entryAdded" and params["entry"]["level"] in ("error", "warning"):
+            found.append(f"log {params['entry']['level']}: {params['entry']['text']} {params['entry'].get('url', '')}")
+    return found
+
+
+def _open(tab: tuple[Browser, str], url: str) -> dict[str, Any]:
+    browser, session = tab
+    browser.events.clear()
+    browser.send("Page.navigate", {"url": url}, session=session)
+    browser.wait_for("Page.loadEventFired")
+    # Let Material's bundle and the search worker start, so that their errors show too.
+    probe = {"expression": "new Promise(r => setTimeout(r, 300)).then(() => " + _PROBE + ")", "awaitPromise": True}
+    value = browser.send("Runtime.evaluate", {**probe, "returnByValue": True}, session=session)["result"]["value"]
+    page: dict[str, Any] = json.loads(value)
+    errors = _errors(browser.events)
+    assert not errors, f"{url}: console errors: {errors}"
+    assert page["header"], page
+    assert page["search"], page
+    assert page["styled"], page
+    assert page["navWidth"] > 100, f"{url}: the navigation is not shown: {page}"
+    assert page["navLinks"] >= 20, f"{url}: the navigation is not shown: {page}"
+    for section in ("Getting started", "Concepts", "How-to guides", "API reference"):
+        assert section in page["navText"], f"{url}: the navigation lacks {section!r}"
+    return page
+
+
+@pytest.mark.timeout(120)
+def test_landing_page_renders(served: str, tab: tuple[Browser, str]) -> None:
+    page = _open(tab, served)
+    assert page["title"].startswith("mcpkit")
+    assert "Both protocol eras" in page["articleText"] or "both protocol eras" in page["articleText"]
+
+
+@pytest.mark.timeout(120)
+def test_a_guide_renders(served: str, tab: tuple[Browser, str]) -> None:
+    page = _open(tab, served + "migrate-official-sdk/")
+    assert "official" in page["h1"].lower()
+    assert "MCPServer" in page["articleText"]
+    assert "Server(" in page["articleText"]
+
+
+@pytest.mark.timeout(120)
+def test_a_reference_page_renders(served: str, tab: tuple[Browser, str]) -> None:
+    page = _open(tab, served + "reference/client/")
+    assert page["h1"].startswith("Client")
+    assert page["apiObjects"] >= 3
+    for anchor in ("mcpkit.Client", "mcpkit.Client.call_tool", "mcpkit.ClientOptions", "mcpkit.RequestOptions"):
+        assert anchor in page["anchors"], anchor
+    assert "RequestTimeout" in page["articleText"]

@@ -1,0 +1,245 @@
+"""The resource-server side of MCP authorization, over real HTTP (uvicorn on loopback):
+Protected Resource Metadata, 401/403/503 with the right ``WWW-Authenticate``, JWT
+verification against a JWKS served on loopback (rotation, forged, expired, wrong
+audience/issuer, endpoint down), introspection, per-tool scopes, the identity in
+``Context``, sessions bound to their subject, and ``requestState`` bound to its principal."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from mcpkit import Client, ClientOptions, HttpTransport
+from mcpkit.auth.server import ResourceServer
+from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, JWTVerifier
+from support.auth import ISSUER, KeyServer, challenge, make_server, post, token
+from support.eras import LEGACY
+from support.serving import serve_in_thread
+from support.waiting import wait_until
+
+
+@pytest.fixture(scope="module")
+def guarded(keys: tuple[KeyServer, str]) -> Iterator[tuple[str, ResourceServer]]:
+    _, base = keys
+    verifier = JWTVerifier(f"{base}/jwks", issuer=ISSUER, audience="placeholder", min_refetch=0.2, timeout=2)
+    auth = ResourceServer(
+        resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=verifier, required_scopes=["mcp"]
+    )
+    app = make_server().asgi_app(auth=auth)
+    with serve_in_thread(app) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        auth.resource = url
+        verifier.audience = [url]
+        yield url, auth
+
+
+# --- metadata and the 401 ----------------------------------------------------------------------------
+
+
+def test_protected_resource_metadata_is_served_at_both_well_known_paths(guarded: tuple[str, ResourceServer]) -> None:
+    url, _ = guarded
+    base = url.removesuffix("/mcp")
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        resp = httpx.get(base + path, timeout=5)
+        assert resp.status_code == 200
+        doc = resp.json()
+        assert doc["resource"] == url
+        assert doc["authorization_servers"] == [ISSUER]
+        assert doc["scopes_supported"] == ["admin", "mcp", "secrets"]
+        assert doc["bearer_methods_supported"] == ["header"]
+
+
+def test_missing_token_is_401_pointing_at_the_metadata(guarded: tuple[str, ResourceServer]) -> None:
+    url, auth = guarded
+    resp = post(url, None)
+    assert resp.status_code == 401
+    assert challenge(resp) == f'Bearer resource_metadata="{auth.metadata_url}", scope="mcp"'
+    assert auth.metadata_url.endswith("/.well-known/oauth-protected-resource/mcp")
+    assert httpx.get(url.removesuffix("/mcp") + "/mcp", headers={"accept": "text/event-stream"}, timeout=5).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("expired", "expired"),
+        ("wrong audience", "aud"),
+        ("wrong issuer", "issuer"),
+        ("forged", "invalid"),
+        ("unknown key", "unknown key"),
+        ("malformed", "not a JWT"),
+        ("no exp", "invalid"),
+    ],
+)
+def test_bad_tokens_are_401_invalid_token(
+    keys: tuple[KeyServer, str], guarded: tuple[str, ResourceServer], case: str, reason: str
+) -> None:
+    url, _ = guarded
+    stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    tok = {
+        "expired": lambda: token(keys, url, exp=int(time.time()) - 3600),
+        "wrong audience": lambda: token(keys, url, aud="https://other.example/mcp"),
+        "wrong issuer": lambda: token(keys, url, iss="https://evil.example"),
+        "forged": lambda: token(keys, url, key=stranger),
+        "unknown key": lambda: token(keys, url, kid="nope", key=stranger),
+        "malformed": lambda: "not-a-jwt",
+        "no exp": lambda: token(keys, url, exp=None),
+    }[case]()
+    resp = post(url, tok)
+    assert resp.status_code == 401
+    assert 'error="invalid_token"' in challenge(resp)
+    assert reason in challenge(resp)
+    assert tok not in resp.text  # the token is never echoed
+
+
+@pytest.mark.parametrize("header", ["Basic abc", "Bearer", "Bearer a b", "Bearer " + "x" * 20_000])
+def test_malformed_authorization_headers_are_401(guarded: tuple[str, ResourceServer], header: str) -> None:
+    url, _ = guarded
+    resp = httpx.post(url, json={}, headers={"authorization": header, "content-type": "application/json"}, timeout=5)
+    assert resp.status_code == 401
+    assert "resource_metadata=" in challenge(resp)
+
+
+# --- scopes, identity, sessions ----------------------------------------------------------------------
+
+
+def test_identity_reaches_the_handler_in_the_modern_era(keys: tuple[KeyServer, str], guarded: tuple[str, ResourceServer]) -> None:
+    url, _ = guarded
+    resp = post(url, token(keys, url, scope="mcp extra"))
+    assert resp.status_code == 200
+    assert resp.json()["result"]["content"][0]["text"] == "alice via app-1 with extra mcp"
+
+
+def test_missing_scopes_are_403_with_step_up_scopes(keys: tuple[KeyServer, str], guarded: tuple[str, ResourceServer]) -> None:
+    url, _ = guarded
+    resp = post(url, token(keys, url, scope="read"))  # lacks the server-wide "mcp"
+    assert resp.status_code == 403
+    assert 'error="insufficient_scope"' in challenge(resp)
+    assert 'scope="mcp"' in challenge(resp)
+    resp = post(url, token(keys, url), params={"name": "admin", "arguments": {}})  # the tool needs "admin"
+    assert resp.status_code == 403
+    assert 'scope="mcp admin"' in challenge(resp)
+    resp = post(url, token(keys, url, scope="mcp admin"), params={"name": "admin", "arguments": {}})
+    assert resp.json()["result"]["content"][0]["text"] == "admin ok"
+    meta_params = {"uri": "secret://x"}
+    resp = post(url, token(keys, url), "resources/read", meta_params)
+    assert resp.status_code == 403
+    assert 'scope="mcp secrets"' in challenge(resp)
+    assert post(url, token(keys, url, scope="mcp secrets"), "resources/read", meta_params).status_code == 200
+
+
+async def test_legacy_session_is_bound_to_its_subject(keys: tuple[KeyServer, str], guarded: tuple[str, ResourceServer]) -> None:
+    url, _ = guarded
+    alice = token(keys, url)
+    transport = HttpTransport(url, headers={"authorization": f"Bearer {alice}"})
+    async with Client(transport, ClientOptions(protocol_version=LEGACY)) as client:
+        result = await client.call_tool("whoami")
+        assert result.content[0].text == "alice via app-1 with mcp"  # type: ignore[union-attr]
+        session_id = transport.session_id
+        assert session_id
+        mallory = token(keys, url, sub="mallory")
+        headers = {
+            "authorization": f"Bearer {mallory}",
+            "mcp-session-id": session_id,
+            "mcp-protocol-version": LEGACY,
+            "accept": "application/json, text/event-stream",
+        }
+        body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+        async with httpx.AsyncClient(timeout=5) as http:
+            resp = await http.post(url, json=body, headers=headers)
+            assert resp.status_code == 403
+            assert (await http.delete(url, headers=headers)).status_code == 403  # nor end it
+        assert (await client.call_tool("whoami")).content[0].text.startswith("alice")  # type: ignore[union-attr]
+
+
+def test_request_state_is_bound_to_its_principal(keys: tuple[KeyServer, str], guarded: tuple[str, ResourceServer]) -> None:
+    url, _ = guarded
+    first = post(url, token(keys, url), params={"name": "confirm", "arguments": {}}).json()["result"]
+    assert first["resultType"] == "input_required"
+    retry = {
+        "name": "confirm",
+        "arguments": {},
+        "requestState": first["requestState"],
+        "inputResponses": {"k": {"action": "accept"}},
+    }
+    stolen = post(url, token(keys, url, sub="mallory"), params=retry)
+    assert stolen.json()["error"]["code"] == -32602
+    assert "another principal" in stolen.json()["error"]["message"]
+    assert post(url, token(keys, url), params=retry).json()["result"]["content"][0]["text"] == "accept"
+
+
+# --- the key set: rotation, outage --------------------------------------------------------------------
+
+
+def test_key_rotation_is_picked_up(keys: tuple[KeyServer, str], guarded: tuple[str, ResourceServer]) -> None:
+    ks, _ = keys
+    url, _ = guarded
+    assert post(url, token(keys, url)).status_code == 200
+    ks.keys["k2"] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    try:
+        time.sleep(0.3)  # past min_refetch: an unknown kid may refetch
+        assert post(url, token(keys, url, kid="k2")).status_code == 200
+    finally:
+        del ks.keys["k2"]
+
+
+def test_key_set_down_fails_closed_with_503(keys: tuple[KeyServer, str]) -> None:
+    ks, base = keys
+    verifier = JWTVerifier(f"{base}/jwks", issuer=ISSUER, audience="placeholder", timeout=2)
+    auth = ResourceServer(resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=verifier)
+    with serve_in_thread(make_server().asgi_app(auth=auth)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        auth.resource = url
+        verifier.audience = [url]
+        ks.down = True
+        try:
+            started = time.monotonic()
+            resp = post(url, token(keys, url))
+            assert resp.status_code == 503
+            assert resp.headers["retry-after"]
+            assert time.monotonic() - started < 5
+        finally:
+            ks.down = False
+        # and recovers, once the back-off after the failed fetch (1 s) has passed
+        wait_until(lambda: post(url, token(keys, url)).status_code == 200, what="the key set is fetched again")
+
+
+def test_unreachable_key_set_does_not_hang(keys: tuple[KeyServer, str]) -> None:
+    verifier = JWTVerifier("http://10.255.255.1:9/jwks", issuer=ISSUER, audience="placeholder", timeout=1)
+    auth = ResourceServer(resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=verifier)
+    with serve_in_thread(make_server().asgi_app(auth=auth)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        started = time.monotonic()
+        assert post(url, token(keys, url)).status_code == 503
+        assert time.monotonic() - started < 5
+
+
+# --- other verifiers ----------------------------------------------------------------------------------
+
+
+def test_introspection_and_function_verifiers(keys: tuple[KeyServer, str]) -> None:
+    ks, base = keys
+    ks.active["opaque-1"] = {"active": True, "sub": "bob", "client_id": "cli", "scope": "mcp", "aud": "urn:mcp"}
+    ks.active["opaque-2"] = {"active": True, "sub": "bob", "scope": "mcp", "aud": "urn:other"}
+    introspect = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", audience="urn:mcp")
+    auth = ResourceServer(resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=introspect)
+    with serve_in_thread(make_server().asgi_app(auth=auth)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert post(url, "opaque-1").json()["result"]["content"][0]["text"] == "bob via cli with mcp"
+        assert post(url, "opaque-2").status_code == 401  # another audience
+        assert post(url, "opaque-3").status_code == 401  # inactive
+
+    async def check(tok: str) -> dict[str, Any] | None:
+        await asyncio.sleep(0)
+        return {"sub": "carol", "scope": "mcp"} if tok == "let-me-in" else None
+
+    auth = ResourceServer(resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=FunctionVerifier(check))
+    with serve_in_thread(make_server().asgi_app(auth=auth)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert post(url, "let-me-in").json()["result"]["content"][0]["text"] == "carol via None with mcp"
+        assert post(url, "nope").status_code == 401

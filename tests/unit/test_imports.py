@@ -1,0 +1,37 @@
+"""What importing mcpkit loads: only the package version until a name is used, and a client
+program, or the library itself, never the server's modules or the command line's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_a_client_program_does_not_import_the_server() -> None:
+    code = (
+        "import sys; from mcpkit import Client, ClientOptions, HttpTransport, StdioTransport, McpError; "
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(('mcpkit.server', 'mcpkit.transports.http.server')))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+def test_import_mcpkit_loads_no_subpackage_until_a_name_is_used() -> None:
+    code = "import sys, mcpkit; print(sorted(m for m in sys.modules if m.startswith('mcpkit.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "['mcpkit._version']"
+
+
+def test_the_library_does_not_import_the_command_line() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from mcpkit import Client, Server\n"
+        "server = Server('s')\n"
+        "async def main():\n"
+        "    async with Client(server) as client:\n"
+        "        await client.list_tools()\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in ('click', 'rich', 'mcpkit.cli', 'opentelemetry') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30).stdout
+    assert out.strip() == "[]"
