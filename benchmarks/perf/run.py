@@ -8,6 +8,7 @@ and the profiles (docs/performance.md).
     python benchmarks/perf/run.py check               # the regression check of tests/perf/test_perf_regression.py
     python benchmarks/perf/run.py scale               # 1,000 sessions, 10,000 idle SSE streams, p99 at 32 in flight
     python benchmarks/perf/run.py profile             # py-spy profiles of mcpkit's hot paths, summarised
+    python benchmarks/perf/run.py inprocess           # mcpkit's own CPU per request, no sockets (--baseline-python)
 
 Run it with the interpreter that has mcpkit (``pip install -e '.[bench]'``); the official
 SDK and fastmcp get virtual environments of their own under .cache/bench/venvs/, made on
@@ -27,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mcpbench import check, profile, scale, table
+from mcpbench import check, inprocess, profile, scale, table
 from mcpbench.load import Settings
 from mcpbench.servers import CACHE, CATALOGUE, Interpreters, log
 
-COMMANDS = ("table", "markdown", "check", "scale", "profile")
+COMMANDS = ("table", "markdown", "check", "scale", "profile", "inprocess")
 
 
 def interpreters(args: argparse.Namespace) -> Interpreters:
@@ -95,7 +96,13 @@ def main(argv: list[str]) -> int:
     profile.add_arguments(p)
     add_interpreters(p)
 
+    p = sub.add_parser("inprocess", help="mcpkit's own CPU per request, in-process (no sockets, no load generator)")
+    inprocess.add_arguments(p)
+    add_interpreters(p)
+
     args = parser.parse_args(argv)
+    if args.command == "inprocess":
+        return inprocess.main(args, interpreters(args).get("mcpkit"))
     if args.command == "markdown":
         path = args.results / "results.json" if args.results.is_dir() else args.results
         results = json.loads(path.read_text())

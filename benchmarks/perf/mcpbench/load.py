@@ -146,7 +146,7 @@ def _log(settings: Settings, workload: Workload, server: Server) -> Path | None:
 
 async def measure_stdio(server: Server, workload: Workload, settings: Settings) -> dict[str, Any]:
     assert workload.request is not None
-    peer = StdioPeer(server.argv(workload.tools), _log(settings, workload, server))
+    peer = StdioPeer(server.argv(workload.tools, extra=workload.flags), _log(settings, workload, server))
     await peer.start()
     try:
         if server.era == "legacy":
@@ -171,7 +171,7 @@ async def measure_stdio(server: Server, workload: Workload, settings: Settings) 
 async def measure_http(server: Server, workload: Workload, settings: Settings) -> dict[str, Any]:
     assert workload.request is not None
     port = free_port()
-    proc = await spawn_http(server.argv(workload.tools, port), port, _log(settings, workload, server))
+    proc = await spawn_http(server.argv(workload.tools, port, workload.flags), port, _log(settings, workload, server))
     peers = [HttpPeer(port) for _ in range(workload.concurrency)]
     try:
         sessions: list[Session | None] = [None] * len(peers)

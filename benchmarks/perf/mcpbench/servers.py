@@ -118,7 +118,16 @@ CATALOGUE: dict[str, tuple[str, str, str, str, tuple[str, ...], str | None]] = {
     "mcpkit": ("mcpkit", "mcpkit", "mcpkit_server.py", "legacy", (), "from mcpkit import Server"),
     "mcpkit-baseline": ("baseline", "mcpkit, baseline", "mcpkit_server.py", "legacy", (), "from mcpkit import Server"),
     "mcpkit-modern": ("mcpkit", "mcpkit, modern era", "mcpkit_server.py", "modern", (), None),
+    "mcpkit-modern-baseline": ("baseline", "mcpkit, modern era, baseline", "mcpkit_server.py", "modern", (), None),
     "mcpkit-async": ("mcpkit", "mcpkit, async def tools", "mcpkit_server.py", "legacy", ("--async-tools",), None),
+    "mcpkit-async-baseline": (
+        "baseline",
+        "mcpkit, async def tools, baseline",
+        "mcpkit_server.py",
+        "legacy",
+        ("--async-tools",),
+        None,
+    ),
     "mcp": ("mcp", "official SDK", "official_server.py", "legacy", (), "from mcp.server.mcpserver import MCPServer"),
     "fastmcp": ("fastmcp", "fastmcp", "fastmcp_server.py", "legacy", (), "from fastmcp import FastMCP"),
 }

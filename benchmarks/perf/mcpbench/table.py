@@ -74,10 +74,13 @@ async def run_table(
     started, load = datetime.datetime.now(datetime.UTC), os.getloadavg()
     for workload in workloads:
         listed = workload.servers
-        if interpreters.baseline_python and "mcpkit" in listed:  # the earlier tree, right after mcpkit
-            at = listed.index("mcpkit") + 1
-            listed = (*listed[:at], "mcpkit-baseline", *listed[at:])
-        names = [n for n in listed if only_servers is None or n in only_servers or n in (REFERENCE, "mcpkit-baseline")]
+        if interpreters.baseline_python:  # the earlier tree, right after each mcpkit server
+            listed = tuple(x for n in listed for x in ((n, f"{n}-baseline") if f"{n}-baseline" in CATALOGUE else (n,)))
+        names = [
+            n
+            for n in listed
+            if only_servers is None or n in only_servers or n == REFERENCE or n.removesuffix("-baseline") in only_servers
+        ]
         servers = [server(n, interpreters) for n in names]
         log(f"== {workload.id}: {workload.title} ({', '.join(names)})")
         per_round: list[dict[str, dict[str, Any]]] = []

@@ -31,6 +31,19 @@ MODERN_META = (
 
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
+#: The ``_meta`` of a modern request whose tool asks the client (it declares elicitation).
+ASK_META = (
+    b',"_meta":'
+    + json.dumps(
+        {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+        },
+        separators=(",", ":"),
+    ).encode()
+)
+
 
 def initialize(rid: int) -> bytes:
     params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT_INFO}
@@ -67,10 +80,11 @@ def _text(msg: dict[str, Any]) -> str | None:
 
 @dataclass
 class Op:
-    """One operation in progress: a listing may take several pages."""
+    """One operation in progress: a listing may take several pages, a question two requests."""
 
-    cursor: str | None = None  # set by the judge when another page must be fetched
+    cursor: str | None = None  # set by the judge when another request must be sent (a page, a retry)
     seen: int = 0  # tools listed so far
+    first: int = 0  # the id of the operation's first request (a question's)
 
 
 class Request:
@@ -175,3 +189,48 @@ class Blob(Request):
         if text is None:
             return _why_not(msg) if "result" not in msg else f"not a text result: {str(msg)[:160]}"
         return None if text == self._expected else f"a text of {len(text)} characters, expected {self.payload} x's"
+
+
+class Ask(Request):
+    """``tools/call ask {"text": "t<id>"}`` in the modern era, with one input round: the
+    tool asks one question, so the first answer must be ``input_required`` with the
+    question ``who`` and a ``requestState``; the retry carries the answer ``n<id>`` and the
+    state, and its answer must be ``"t<id> n<id>"``. Two requests make one operation."""
+
+    tool = "ask"
+
+    def body(self, rid: int, meta: bytes, cursor: str | None = None) -> bytes:
+        if cursor is None:
+            return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask","arguments":{"text":"t%d"}%s}}' % (
+                rid,
+                rid,
+                ASK_META,
+            )
+        first, state = json.loads(cursor)
+        answers = b',"inputResponses":{"who":{"action":"accept","content":{"name":"n%d"}}},"requestState":%s' % (
+            first,
+            json.dumps(state).encode(),
+        )
+        return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask","arguments":{"text":"t%d"}%s%s}}' % (
+            rid,
+            first,
+            ASK_META,
+            answers,
+        )
+
+    def judge(self, rid: int, msg: dict[str, Any], op: Op) -> str | None:
+        if not op.first:  # the question
+            result = msg.get("result")
+            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+                return _why_not(msg) if not isinstance(result, dict) else f"not input_required: {str(msg)[:160]}"
+            state, questions = result.get("requestState"), result.get("inputRequests")
+            if not isinstance(questions, dict) or "who" not in questions or not isinstance(state, str):
+                return f"no question 'who' with a requestState: {str(msg)[:160]}"
+            op.first = rid
+            op.cursor = json.dumps([rid, state])
+            return None
+        text = _text(msg)
+        if text is None:
+            return _why_not(msg) if "result" not in msg else f"not a text result: {str(msg)[:160]}"
+        expected = f"t{op.first} n{op.first}"
+        return None if text == expected else f"answered {text[:40]!r}, expected {expected!r}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .wire import Blob, Echo, Fail, ListTools, Request
+from .wire import Ask, Blob, Echo, Fail, ListTools, Request
 
 STDIO_SERVERS = ("floor", "mcpkit", "mcp", "fastmcp")
 REFERENCE = "mcp"
@@ -27,6 +27,7 @@ class Workload:
     tools: int = 0
     floor: str | None = None
     min_ops: int = 1  # a timed phase goes on past its time until this many operations are done
+    flags: tuple[str, ...] = ()  # extra command-line flags of the servers (mcpkit's --ask)
     about: str = ""
 
     @property
@@ -112,6 +113,29 @@ WORKLOADS = [
             "Streamable HTTP on uvicorn (each server on the stack its installation gives it), 16 keep-alive"
             " connections, a session each (legacy) or none (modern)"
         ),
+    ),
+    Workload(
+        "stdio_ask_c1",
+        "stdio input round, 1 in flight",
+        "load",
+        ("mcpkit-modern",),
+        request=Ask(),
+        flags=("--ask",),
+        about=(
+            "a modern tools/call whose async def tool asks one question (elicitation): the input_required"
+            " result, then the retry with the answer and requestState; one operation is both requests"
+        ),
+    ),
+    Workload(
+        "http_ask_c16",
+        "HTTP input round, 16 connections",
+        "load",
+        ("mcpkit-modern",),
+        transport="http",
+        request=Ask(),
+        concurrency=16,
+        flags=("--ask",),
+        about="the same over Streamable HTTP, 16 keep-alive connections (two POSTs per operation)",
     ),
     Workload(
         "import",

@@ -14,7 +14,9 @@ instead of stdio; ``--stateful`` keeps sessions (the other SDKs are stateless ov
 unless told; mcpkit serves legacy clients with sessions and modern ones without, always);
 ``--async-tools`` declares ``echo``, ``fail`` and ``blob`` ``async def`` (by default they
 are plain ``def``, which every library runs on a worker thread); ``--scale`` keeps
-sessions and lifts the session and connection caps, for the scale figures.
+sessions and lifts the session and connection caps, for the scale figures; ``--ask``
+(mcpkit's server only) also registers ``ask(text)``, an ``async def`` tool that asks the
+client one question (an input round in the modern era).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def parse_args(description: str) -> argparse.Namespace:
     parser.add_argument("--stateful", action="store_true", help="HTTP: keep sessions")
     parser.add_argument("--async-tools", action="store_true", help="echo, fail and blob as async def")
     parser.add_argument("--scale", action="store_true", help="keep sessions; lift the session and connection caps")
+    parser.add_argument("--ask", action="store_true", help="mcpkit only: also the ask tool, which asks the client once")
     return parser.parse_args()
 
 

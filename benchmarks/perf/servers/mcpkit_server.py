@@ -1,14 +1,20 @@
 """The benchmark server on mcpkit (this repository). See _common.py for its tools and flags.
 
-python benchmarks/perf/servers/mcpkit_server.py [--tools N] [--async-tools]
-python benchmarks/perf/servers/mcpkit_server.py --http PORT [--scale]
+python benchmarks/perf/servers/mcpkit_server.py [--tools N] [--async-tools] [--ask]
+python benchmarks/perf/servers/mcpkit_server.py --http PORT [--scale] [--ask]
 """
 
 from __future__ import annotations
 
 from _common import parse_args, tools
 
-from mcpkit import Server
+from mcpkit import Context, Server
+
+
+async def ask(text: str, ctx: Context) -> str:
+    """Ask the client who it is; return the text and the name."""
+    answer = await ctx.elicit("Who?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="who")
+    return f"{text} {(answer.content or {}).get('name')}"
 
 
 def main() -> None:
@@ -16,6 +22,8 @@ def main() -> None:
     server = Server("bench-mcpkit", "1.0.0")
     for fn in tools(args):
         server.tool(fn)
+    if args.ask:
+        server.tool(ask)
     if args.http is None:
         server.run()
         return

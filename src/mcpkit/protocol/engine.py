@@ -83,6 +83,7 @@ _decode_cancel: Final = msgspec.json.Decoder(_CancelNote).decode
 #: What decoding hostile bytes can raise: not JSON (``DecodeError``, which includes
 #: ``ValidationError``), not UTF-8, or nested deeper than the decoder recurses.
 _UNREADABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+_ID_IN_USE: Final = "Invalid Request: id is already in use by a request in progress"
 
 
 def is_request_id(rid: Any) -> bool:
@@ -157,7 +158,7 @@ class Engine:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        out = Outgoing(rid, method, encode(message), deadline)
+        out = Outgoing(rid, method, encode(message), deadline, params)
         self._outgoing[rid] = out
         if progress:
             out.progress_token = rid
@@ -207,6 +208,14 @@ class Engine:
             return False
         self._incoming[rid] = None
         return True
+
+    def adopt(self, request: RequestReceived) -> RequestReceived | Reply:
+        """Take over ``request``, which another engine parsed and no longer holds: the
+        request, now in progress here, or the error :meth:`receive` answers when its id
+        is in use by a request in progress here. Never raises."""
+        if not self.track(request.id):
+            return Reply(_error_bytes(request.id, INVALID_REQUEST, _ID_IN_USE))
+        return request
 
     # --- building messages -------------------------------------------------------------
 
@@ -281,7 +290,7 @@ class Engine:
             if reply_id is None:
                 return Reply(_error_bytes(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer'))
             if rid in self._incoming:
-                return Reply(_error_bytes(rid, INVALID_REQUEST, "Invalid Request: id is already in use by a request in progress"))
+                return Reply(_error_bytes(rid, INVALID_REQUEST, _ID_IN_USE))
             self._incoming[rid] = None
             return RequestReceived(rid, method, params)
         return self._response(env, rid, has_id, reply_id)

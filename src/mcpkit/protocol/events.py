@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from .errors import McpError
+from .head import RequestHead, read_head
 
 __all__ = [
     "RequestId",
@@ -25,13 +26,15 @@ RequestId = int | str
 
 
 class Outgoing:
-    """A request we sent (or are about to send) and whose response we await."""
+    """A request we sent (or are about to send) and whose response we await: its id,
+    method and ``params`` as the caller built them (``data`` is all three, encoded)."""
 
-    __slots__ = ("data", "deadline", "id", "method", "progress_token", "sent", "waiter")
+    __slots__ = ("data", "deadline", "id", "method", "params", "progress_token", "sent", "waiter")
 
-    def __init__(self, rid: RequestId, method: str, data: bytes, deadline: float) -> None:
+    def __init__(self, rid: RequestId, method: str, data: bytes, deadline: float, params: Any = None) -> None:
         self.id = rid
         self.method = method
+        self.params = params
         self.data = data
         self.deadline = deadline
         self.sent = False
@@ -41,13 +44,23 @@ class Outgoing:
 
 
 class RequestReceived:
-    __slots__ = ("id", "method", "params")
+    __slots__ = ("_head", "id", "method", "params")
 
     def __init__(self, rid: RequestId, method: str, params: msgspec.Raw) -> None:
         self.id = rid
         self.method = method
-        #: The raw JSON of ``params`` (empty when absent), decoded by whoever handles it.
+        #: The raw JSON of ``params`` (empty when absent): :attr:`head` is what it says.
         self.params = params
+        self._head: RequestHead | None = None
+
+    @property
+    def head(self) -> RequestHead:
+        """What the request's params say, for every layer that serves it: decoded on
+        first use, once (:mod:`.head`). Never raises."""
+        head = self._head
+        if head is None:
+            head = self._head = read_head(self.params)
+        return head
 
 
 class NotificationReceived:

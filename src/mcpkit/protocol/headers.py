@@ -16,9 +16,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-import msgspec
-
-from .errors import HEADER_MISMATCH, INVALID_PARAMS, McpError, flatten_text, quoted
+from .errors import HEADER_MISMATCH, McpError, quoted
+from .events import RequestReceived
 
 __all__ = [
     "NAMED_METHODS",
@@ -44,18 +43,6 @@ NAMED_METHODS: Final = {
 #: A tool's ``x-mcp-header`` annotations: property path -> header name token.
 HeaderRules = dict[tuple[str, ...], str]
 _MAX_SAFE_INT: Final = 2**53 - 1
-
-
-class _Checked(msgspec.Struct):
-    """The params a header check reads; any other member is skipped, not decoded."""
-
-    name: Any = None
-    uri: Any = None
-    arguments: Any = None
-    taskId: Any = None  # the wire's name, as NAMED_METHODS gives it
-
-
-_decode_checked: Final = msgspec.json.Decoder(_Checked).decode
 
 _HEADER_SAFE = re.compile(r"[\x20-\x7e]*")
 _SENTINEL = re.compile(r"=\?base64\?(.*)\?=", re.S)
@@ -183,17 +170,6 @@ def _mismatch(message: str) -> McpError:
     return McpError(HEADER_MISMATCH, f"Header mismatch: {message}", status=400)
 
 
-def _decode_params(raw_params: bytes) -> _Checked:
-    """The members of ``raw_params`` the check reads. Raises ``McpError(-32602)`` (HTTP
-    400) for JSON that cannot be represented: a number out of range, nesting too deep."""
-    try:
-        return _decode_checked(raw_params) if raw_params else _Checked()
-    except msgspec.DecodeError as exc:  # ValidationError included: valid JSON, unrepresentable
-        raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 256)}", status=400) from None
-    except RecursionError:
-        raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply", status=400) from None
-
-
 def _header_safe(value: str) -> bool:
     return value == value.strip() and all(0x20 <= ord(c) <= 0x7E or c == "\t" for c in value)
 
@@ -207,16 +183,19 @@ def _decode_request_header(value: str) -> str | None:
 
 
 def check_request_headers(
-    headers: Mapping[str, str], method: str, raw_params: bytes, version: str, rules_for: Callable[[str], HeaderRules]
+    headers: Mapping[str, str], request: RequestReceived, rules_for: Callable[[str], HeaderRules]
 ) -> None:
     """Check a modern request's mirrored headers (lower-case names) against its body
-    (server side). ``rules_for(tool)`` gives a tool's ``x-mcp-header`` annotations.
+    (server side), as its head reads it: the version is the one its ``_meta`` names.
+    ``rules_for(tool)`` gives a tool's ``x-mcp-header`` annotations.
 
     Raises ``McpError(-32020)`` (HTTP 400) naming the first header that is missing or
     does not match (values from the request quoted flattened, at most 256 bytes each), and
     ``McpError(-32602)`` (HTTP 400) for params that are valid JSON but cannot be decoded
     (a number out of range, nesting too deep).
     """
+    head, method = request.head, request.method
+    version = head.version
     header_version = headers.get("mcp-protocol-version")
     if header_version is None:
         raise _mismatch("missing MCP-Protocol-Version header")
@@ -230,18 +209,18 @@ def check_request_headers(
     field = NAMED_METHODS.get(method)
     if field is None:
         return
-    params = _decode_params(raw_params)
-    body_name = getattr(params, field)
+    name, uri, task_id, arguments = head.target()
+    body_name = name if field == "name" else uri if field == "uri" else task_id
     raw_name = headers.get("mcp-name")
     if raw_name is None:
         raise _mismatch("missing Mcp-Name header")
-    name = _decode_request_header(raw_name)
-    if name is None:
+    header_name = _decode_request_header(raw_name)
+    if header_name is None:
         raise _mismatch("Mcp-Name header has invalid characters or encoding")
-    if name != body_name:
-        raise _mismatch(f"Mcp-Name header {quoted(name)} does not match body value {quoted(body_name)}")
+    if header_name != body_name:
+        raise _mismatch(f"Mcp-Name header {quoted(header_name)} does not match body value {quoted(body_name)}")
     if method == "tools/call" and isinstance(body_name, str):
-        _check_param_headers(headers, rules_for(body_name), params.arguments)
+        _check_param_headers(headers, rules_for(body_name), arguments)
 
 
 def _check_param_headers(headers: Mapping[str, str], rules: HeaderRules, arguments: Any) -> None:

@@ -1,6 +1,7 @@
 """The params of the requests the server decodes (``tools/call``, ``resources/read``,
 ``prompts/get``, ``completion/complete``, ``initialize``, ``logging/setLevel``, the
-paginated lists). Re-exported by :mod:`.types`.
+paginated lists): each method's own members. ``_meta`` is not among them: the request's
+head reads it (:mod:`.head`), and a decode of these skips it. Re-exported by :mod:`.types`.
 """
 
 from __future__ import annotations
@@ -8,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from msgspec import field
 
-from .wire import Implementation, LogLevel, Meta
+from .wire import Implementation, LogLevel
 
 __all__ = [
     "Params",
@@ -28,7 +28,8 @@ __all__ = [
 
 
 class Params(msgspec.Struct, kw_only=True, rename="camel"):
-    meta: Meta | None = field(default=None, name="_meta")
+    """The base of every request's own params (none of its own: ``ping``,
+    ``server/discover``)."""
 
 
 class CallToolParams(Params, kw_only=True):

@@ -26,14 +26,31 @@ that can be started again after it ended (:class:`Restartable`: a supervised ser
 process) says how long to wait first, and when to give up; one that also supervises its
 first start (:class:`SupervisesStart`) asks for the same when it fails before the first
 handshake is done.
+
+One more is mcpkit's own (:class:`TakesMessages`, private by name, not part of the
+interface above): a transport that reads what it carries (the HTTP client transport
+picks each message's era and headers from it) is handed each message the driver builds
+together with its method, id and params as built, so that it does not decode the bytes
+that were just encoded. Every other transport gets the bytes alone, through ``send``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Transport", "Pausable", "WriteBlocking", "Restartable", "SupervisesStart", "OnMessage", "OnClose"]
+from ..protocol.events import RequestId
+
+__all__ = [
+    "Transport",
+    "Pausable",
+    "WriteBlocking",
+    "Restartable",
+    "SupervisesStart",
+    "TakesMessages",
+    "OnMessage",
+    "OnClose",
+]
 
 OnMessage = Callable[[bytes], None]
 OnClose = Callable[[str | None], None]
@@ -108,4 +125,18 @@ class SupervisesStart(Protocol):
     @property
     def supervises_start(self) -> bool:
         """Whether a failed first start counts as a crash (``restart_delay`` decides)."""
+        ...
+
+
+@runtime_checkable
+class TakesMessages(Protocol):
+    """A transport that takes a message together with what it says (optional; mcpkit's
+    HTTP client transport). Private by name: a contract between mcpkit's driver and its
+    own transports, not part of the :class:`Transport` interface a transport of your own
+    implements."""
+
+    def _send_message(self, data: bytes, method: str, rid: RequestId | None, params: Any) -> None:
+        """``send(data)`` for a message the driver built: the request ``rid`` (None: a
+        notification) of ``method`` with ``params`` as the caller built them (not to be
+        changed), encoded as ``data``. Never blocks; never raises for a closed channel."""
         ...

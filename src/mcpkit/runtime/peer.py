@@ -36,7 +36,7 @@ from typing import Any, cast
 import msgspec
 
 from ..protocol.engine import Engine, encode
-from ..protocol.errors import INVALID_REQUEST, ConnectionClosed, RequestTimeout
+from ..protocol.errors import INVALID_REQUEST, ConnectionClosed, McpError, RequestTimeout
 from ..protocol.events import (
     CancelReceived,
     NotificationReceived,
@@ -48,7 +48,7 @@ from ..protocol.events import (
     ResponseReceived,
 )
 from ..protocol.framing import OVERSIZED
-from .channel import Pausable, Transport, WriteBlocking
+from .channel import Pausable, TakesMessages, Transport, WriteBlocking
 from .outcome import deliver, fail_waiters, respond, respond_failure
 
 __all__ = ["Peer", "ProgressCallback", "check_timeout"]
@@ -110,8 +110,12 @@ class Peer:
         #: Our requests whose deadline moves with progress: id -> (timeout, latest deadline, timer).
         self._extendable: dict[RequestId, _Extendable] = {}
         self._writes = transport if isinstance(transport, WriteBlocking) else None
+        #: A transport that reads what it carries is handed our messages with what they say.
+        self._messages = transport if isinstance(transport, TakesMessages) else None
         self._held: deque[Outgoing] = deque()  # our requests not handed over yet: writes are stalled
         self._pump: asyncio.Task[None] | None = None
+        #: What a cancelled inbound request is answered with (None: nothing, it is abandoned).
+        self._cancelled_answer: McpError | None = None
 
     @property
     def in_flight(self) -> int:
@@ -203,8 +207,11 @@ class Peer:
         try:
             result = await self._on_request(ev)
         except asyncio.CancelledError:
-            engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
-            raise
+            answer = self._cancelled_answer
+            if answer is None:
+                engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
+                raise
+            data = engine.respond_error(rid, answer)  # a shutdown the peer is told of
         except BaseException as exc:  # of any type: only this request fails
             data, _ = respond_failure(engine, rid, ev.method, exc)
         else:
@@ -283,13 +290,13 @@ class Peer:
             self._reading.resume_reading()
         try:
             if self._writes is None:
-                self.transport.send(out.data)
+                self._hand_over(out)
                 self.engine.mark_sent(out)
                 await self.transport.drain()
             elif self._held or self._writes.write_blocked:
                 self._hold(out)
             else:
-                self.transport.send(out.data)
+                self._hand_over(out)
                 self.engine.mark_sent(out)
             return await fut
         except asyncio.CancelledError:
@@ -303,6 +310,14 @@ class Peer:
             self._progress.pop(out.id, None)
             self._asking -= 1
             self._pause_if_full()
+
+    def _hand_over(self, out: Outgoing) -> None:
+        """Give ``out`` to the transport: with its method, id and params if the
+        transport takes them (:class:`~.channel.TakesMessages`), else its bytes."""
+        if self._messages is not None:
+            self._messages._send_message(out.data, out.method, out.id, out.params)
+        else:
+            self.transport.send(out.data)
 
     def _hold(self, out: Outgoing) -> None:
         """Keep ``out`` until the stalled writes before it are done (in order)."""
@@ -322,7 +337,7 @@ class Peer:
                 while held and not writes.write_blocked and not self.closed.done():
                     out = held.popleft()
                     if engine.outgoing.get(out.id) is out:
-                        self.transport.send(out.data)
+                        self._hand_over(out)
                         engine.mark_sent(out)
         finally:
             self._pump = None
@@ -346,9 +361,19 @@ class Peer:
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (fire and forget; dropped if the transport can no
         longer write)."""
-        self.transport.send(self.engine.notification(method, params))
+        data = self.engine.notification(method, params)
+        if self._messages is not None:
+            self._messages._send_message(data, method, None, params)
+        else:
+            self.transport.send(data)
 
     # --- shutdown ------------------------------------------------------------------------
+
+    def answer_cancelled(self, error: McpError) -> None:
+        """From now on, an inbound request whose handler is cancelled is answered with
+        ``error`` instead of left unanswered: for a shutdown, after which the peer can
+        no longer cancel anything itself. Never raises."""
+        self._cancelled_answer = error
 
     async def wait_handlers(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for inbound handlers to finish, then cancel the

@@ -18,8 +18,10 @@ a ``TracerProvider`` traces with that provider rather than the global one.
 
 The hooks wrap one side's path to the wire — the client session's request function,
 which the session keeps as its own (:func:`trace_client_requests`), and
-``Dispatcher.handle`` — in a function that returns the original coroutine untouched
+``Dispatcher.serve`` — in a function that returns the original coroutine untouched
 when tracing is off, and a traced one when it is on: no extra frame per request when off.
+A server span reads what it names, and the trace context, from the request's head
+(:mod:`mcpkit.protocol.head`): nothing of the params is decoded for it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import msgspec
 from ..protocol import meta as meta_keys
 from ..protocol.eras import LEGACY, MODERN
 from ..protocol.errors import ConnectionClosed, McpError, RequestTimeout
-from ..protocol.events import RequestId
+from ..protocol.events import RequestId, RequestReceived
 from .peer import ProgressCallback
 
 if TYPE_CHECKING:
@@ -114,19 +116,10 @@ def active_tracer(setting: TracingOption) -> Tracer | None:
 # --- what a request says about itself ---------------------------------------------------------
 
 
-class _Described(msgspec.Struct):
-    """The members of a request's params that a span names (the rest is skipped)."""
-
-    name: Any = None
-    uri: Any = None
-    meta: Any = msgspec.field(default=None, name="_meta")
-
-
 class _ToolOutcome(msgspec.Struct, rename="camel"):
     is_error: Any = False
 
 
-_decode_described = msgspec.json.Decoder(_Described).decode
 _decode_outcome = msgspec.json.Decoder(_ToolOutcome).decode
 
 
@@ -309,7 +302,7 @@ def _is_tool_error(raw: Any) -> bool:
 
 # --- the server side ----------------------------------------------------------------------------
 
-#: ``Dispatcher.handle(request_id, method, raw_params, *, session, outbound)``.
+#: ``Dispatcher.serve(request, *, session, outbound)``.
 ServerHandle = Callable[..., Awaitable[Any]]
 
 
@@ -319,11 +312,13 @@ def trace_server_requests(handle: ServerHandle, setting: TracingOption, modern_o
     ``modern_ok()`` says whether the server serves modern requests (else a request's
     modern ``_meta`` does not make it modern)."""
 
-    def traced(request_id: Any, method: str, raw_params: msgspec.Raw, **kwargs: Any) -> Awaitable[Any]:
+    def traced(request: RequestReceived, **kwargs: Any) -> Awaitable[Any]:
+        if setting is None and "opentelemetry.trace" not in sys.modules:  # active_tracer's first answer, inlined
+            return handle(request, **kwargs)
         tracer = active_tracer(setting)
         if tracer is None:
-            return handle(request_id, method, raw_params, **kwargs)
-        return _server_span(tracer, handle, modern_ok, request_id, method, raw_params, kwargs)
+            return handle(request, **kwargs)
+        return _server_span(tracer, handle, modern_ok, request, kwargs)
 
     return traced
 
@@ -332,22 +327,16 @@ async def _server_span(
     tracer: Tracer,
     handle: ServerHandle,
     modern_ok: Callable[[], bool],
-    request_id: Any,
-    method: str,
-    raw_params: msgspec.Raw,
+    request: RequestReceived,
     kwargs: dict[str, Any],
 ) -> Any:
     from opentelemetry import propagate
     from opentelemetry.trace import SpanKind
 
-    try:
-        described = _decode_described(raw_params) if raw_params else _Described()
-    except (msgspec.DecodeError, RecursionError):
-        described = _Described()  # the dispatcher answers the malformed params
-    meta = described.meta if isinstance(described.meta, dict) else {}
+    name, uri, meta = request.head.described()  # None names and no context for params that cannot be decoded
     parent = propagate.extract(meta, getter=_MetaGetter()) if meta else None  # type: ignore[arg-type]
-    span_name, attrs = _describe(method, described.name, described.uri)
-    attrs["jsonrpc.request.id"] = _request_id(request_id)
+    span_name, attrs = _describe(request.method, name, uri)
+    attrs["jsonrpc.request.id"] = _request_id(request.id)
     modern_version = meta.get(meta_keys.PROTOCOL_VERSION)
     with tracer.start_as_current_span(
         span_name,
@@ -358,7 +347,7 @@ async def _server_span(
         set_status_on_exception=False,
     ) as span:
         try:
-            result = await handle(request_id, method, raw_params, **kwargs)
+            result = await handle(request, **kwargs)
         except BaseException as exc:
             _record_error(span, exc)
             raise

@@ -7,8 +7,11 @@ resolved here, once per request, into an :class:`~mcpkit.protocol.eras.EraPolicy
 that everything downstream asks; which eras are served at all is the policies the
 server's settings hold (``Server(eras=...)``), never a comparison of era names.
 
-Then one method table: the method names its params type and its request handler
-(:mod:`.features`). The dispatcher decodes the params, makes the request's
+What the request's params say for era resolution, the ``Context`` and a modern retry's
+answers is read from its head (:class:`~mcpkit.protocol.head.RequestHead`), decoded once
+for every layer that serves it. Then one method table: the method names its params type
+and its request handler (:mod:`.features`). The dispatcher decodes the method's own
+params (the one other decode of the bytes), makes the request's
 :class:`~.context.Call` (the server's side of it: session, way back, asker) and its
 :class:`~.context.Context` on it, runs the middleware and the handler, and finishes the
 call when the handler is done — a call that became a task is finished by the task
@@ -40,7 +43,8 @@ from ..protocol.errors import (
     echo,
     flatten_text,
 )
-from ..protocol.events import RequestId
+from ..protocol.events import RequestReceived
+from ..protocol.head import RequestHead
 from ..protocol.interactive import MRTR_METHODS
 from ..protocol.tasks import TASK_RESULT, Task, TaskIdParams, UpdateTaskParams
 from ..protocol.types import (
@@ -64,7 +68,7 @@ from ..runtime.outbound import Outbound
 from ..stores.sessions import StoreUnavailable
 from .context import Call, Context
 from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
-from .interaction import Asker, InputRequired, LiveAsker, MrtrParams, NoAsker, ReplayAsker
+from .interaction import Asker, InputRequired, LiveAsker, NoAsker, ReplayAsker
 from .lifespan import LifespanRunner
 from .registry import CallNext, Middleware, Registry
 from .session import Session
@@ -103,6 +107,7 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "tasks/cancel": (TaskIdParams, tasks.cancel_task),
 }
 
+
 def store_unavailable(exc: StoreUnavailable, what: str) -> McpError:
     """The answer to a request that needed a store that cannot be reached: -32603
     "Service unavailable" with HTTP status 503 (and ``Retry-After`` over HTTP). What
@@ -111,8 +116,19 @@ def store_unavailable(exc: StoreUnavailable, what: str) -> McpError:
     return McpError(INTERNAL_ERROR, "Service unavailable: the server's store cannot be reached; try again later", status=503)
 
 
-_decode_meta = msgspec.json.Decoder(Params).decode
 _decoders: dict[type, Any] = {}
+
+
+def _typed(head: RequestHead, raw: msgspec.Raw, tp: type[Any]) -> Any:
+    """The method's own params, of type ``tp``: from the head when it holds them all
+    (``tools/call``, ``resources/read``: its typed members are what a decode of ``tp``
+    would give), else decoded from ``raw`` (as :func:`_decode` raises)."""
+    if head.complete:
+        if tp is CallToolParams and isinstance(head.name, str):
+            return CallToolParams(name=head.name, arguments=head.arguments)
+        if tp is ReadResourceParams and isinstance(head.uri, str):
+            return ReadResourceParams(uri=head.uri)
+    return _decode(raw, tp)
 
 
 def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
@@ -128,23 +144,6 @@ def _decode(raw: msgspec.Raw, tp: type[Any]) -> Any:
         raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 512)}") from None
     except RecursionError:
         raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply") from None
-
-
-def _meta_of(raw: msgspec.Raw) -> dict[str, Any]:
-    """The request's ``params._meta`` (empty if absent). Raises ``McpError(-32602)``
-    saying what is wrong: ``_meta`` is not an object, or holds what cannot be decoded."""
-    if not raw:
-        return {}
-    try:
-        meta = _decode_meta(raw).meta
-    except msgspec.DecodeError as exc:  # ValidationError included
-        text = str(exc)
-        if text.startswith("Expected") and text.endswith("- at `$._meta`"):
-            raise McpError(INVALID_PARAMS, "Invalid params: _meta must be an object") from None
-        raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(text, 512)}") from None
-    except RecursionError:
-        raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply") from None
-    return meta if isinstance(meta, dict) else {}
 
 
 #: Who is asking, in which era: (policy, protocol version, client capabilities, client
@@ -171,37 +170,38 @@ class Dispatcher:
         """The revisions of the eras served, newest first."""
         return [version for policy in self.registry.settings.policies for version in policy.versions]
 
-    async def handle(
-        self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Session, outbound: Outbound
-    ) -> Any:
+    async def serve(self, request: RequestReceived, *, session: Session, outbound: Outbound) -> Any:
         """Serve one request; returns the result or raises :class:`McpError`. Only
         ``CancelledError`` propagates otherwise (the handler is cancelled with it)."""
         self.registry.hub.serving(asyncio.get_running_loop())
-        meta = _meta_of(raw_params)
-        policy, version, caps, info, level = self._resolve(method, meta, session)
+        method = request.method
+        head = request.head
+        meta = head.read_meta()
+        policy, version, caps, info, level = self._resolve(method, head, session)
         if method in policy.foreign_methods:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         if method == "initialize":  # the handshake: no handler, no middleware
-            return self._initialize(raw_params, session)
+            return self._initialize(request.params, session)
         spec = self._methods.get(method)
         if spec is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
         params_type, handler = spec
+        raw_params = request.params
         if method == "subscriptions/listen":  # what a listen holds for its life: checked before decoding
             subscriptions.check_size(raw_params, self.registry.settings)
-        params = _decode(raw_params, params_type)
+        params = _typed(head, raw_params, params_type)
         registry = self.registry
         settings = registry.settings
-        asker = self._asker(policy, method, params, raw_params, outbound)
+        asker = self._asker(policy, method, params, head, outbound)
         call = Call(session, outbound, asker, policy, params_size=len(raw_params))
         ctx = Context(
-            request_id=request_id,
+            request_id=request.id,
             method=method,
             policy=policy,
             protocol_version=version,
             client_info=info,
             client_capabilities=caps,
-            meta=meta,
+            meta=meta if meta is not None else {},
             raw_params=raw_params,
             outbound=call,
             log_level=level,
@@ -228,7 +228,7 @@ class Dispatcher:
             return msgspec.structs.replace(result, meta=self._server_meta)
         return policy.finish_result(result, self._server_meta, settings)
 
-    def _asker(self, policy: EraPolicy, method: str, params: Any, raw_params: msgspec.Raw, outbound: Outbound) -> Asker:
+    def _asker(self, policy: EraPolicy, method: str, params: Any, head: RequestHead, outbound: Outbound) -> Asker:
         """How this request's handler asks the client: requests on the wire (legacy),
         answers replayed from the retry (modern, on the methods that allow input
         rounds). Raises ``McpError(-32602)`` for malformed ``inputResponses`` or a
@@ -237,14 +237,15 @@ class Dispatcher:
             return LiveAsker(outbound)
         if method not in MRTR_METHODS:
             return NoAsker(method)
-        mrtr = _decode(raw_params, MrtrParams)
+        responses, state = head.answers()
 
         def salient() -> dict[str, Any]:
-            return {name: msgspec.to_builtins(getattr(params, name)) for name in params.__struct_fields__ if name != "meta"}
+            return {name: msgspec.to_builtins(getattr(params, name)) for name in params.__struct_fields__}
 
         identity = CURRENT.get()  # the state is bound to who asked, when authorization says
         subject = identity.principal if identity is not None else None
-        return ReplayAsker(self.registry.settings.state_sealer, method, salient, mrtr, subject)
+        sealer = self.registry.settings.state_sealer
+        return ReplayAsker(sealer, method, salient, responses, state, subject)
 
     def _wire_error(self, exc: BaseException, policy: EraPolicy, method: str) -> McpError:
         """The error to answer with for an exception from a handler or middleware."""
@@ -264,14 +265,14 @@ class Dispatcher:
             chain = _bind_middleware(mw, ctx, chain)
         return await chain()
 
-    def _resolve(self, method: str, meta: dict[str, Any], session: Session) -> _Resolved:
+    def _resolve(self, method: str, head: RequestHead, session: Session) -> _Resolved:
         """The era of one request and who sent it. Raises -32022 for a modern version we
         do not speak, -32602 for a malformed modern ``_meta``, -32600 for a legacy
         request before ``initialize``."""
         served = self.registry.settings.policies
-        version = meta.get(meta_keys.PROTOCOL_VERSION)
+        version = head.version
         if version is not None and MODERN in served:  # modern _meta: even initialize is modern (-32601)
-            return self._resolve_modern(version, meta)
+            return self._resolve_modern(version, head)
         legacy = LEGACY in served
         if method == "initialize" or (method == "ping" and legacy and not session.initialized):
             return _UNINITIALIZED
@@ -286,25 +287,20 @@ class Dispatcher:
             f"(send initialize first, or put {meta_keys.PROTOCOL_VERSION} in params._meta)",
         )
 
-    def _resolve_modern(self, version: Any, meta: dict[str, Any]) -> _Resolved:
+    def _resolve_modern(self, version: Any, head: RequestHead) -> _Resolved:
         if version not in MODERN_PROTOCOL_VERSIONS:
             raise McpError(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
                 {"supported": self.supported_versions, "requested": echo(version)},
             )
-        caps = meta.get(meta_keys.CLIENT_CAPABILITIES)
+        caps = head.client_capabilities
         if not isinstance(caps, dict):
             raise McpError(INVALID_PARAMS, f"Invalid params: _meta is missing required field {meta_keys.CLIENT_CAPABILITIES}")
-        level = meta.get(meta_keys.LOG_LEVEL)
+        level = head.log_level
         if level is not None and level not in LOG_LEVELS:
             raise McpError(INVALID_PARAMS, f"Invalid params: unknown log level in {meta_keys.LOG_LEVEL}")
-        info = meta.get(meta_keys.CLIENT_INFO)
-        try:
-            client = msgspec.convert(info, Implementation) if isinstance(info, dict) else None
-        except (msgspec.ValidationError, RecursionError):
-            client = None
-        return MODERN, version, caps, client, level
+        return MODERN, version, caps, head.client_info, level
 
     def _initialize(self, raw: msgspec.Raw, session: Session) -> InitializeResult:
         params = _decode(raw, InitializeParams)

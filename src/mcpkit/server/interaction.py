@@ -41,7 +41,6 @@ __all__ = [
     "ReplayAsker",
     "NoAsker",
     "TaskAsker",
-    "MrtrParams",
     "elicitation_schema",
     "content_converter",
 ]
@@ -93,13 +92,6 @@ class NoAsker:
         raise RuntimeError(f"a {self._method} handler cannot ask the client for input in the 2026-07-28 era")
 
 
-class MrtrParams(msgspec.Struct, kw_only=True, rename="camel"):
-    """The members of a modern request's params that carry a retry's answers."""
-
-    input_responses: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-    request_state: str | msgspec.UnsetType = msgspec.UNSET
-
-
 def _question_id(method: str, params: dict[str, Any]) -> str:
     import hashlib  # here, not at import time: only the modern era's interactive path asks (about 0.7 MB)
 
@@ -120,26 +112,26 @@ class ReplayAsker:
         sealer: StateSealer,
         method: str,
         params: Callable[[], dict[str, Any]],
-        mrtr: MrtrParams,
+        responses: dict[str, Any] | None,
+        state: str | None,
         subject: str | None = None,
     ) -> None:
         """``params()`` gives the request's salient params (computed only if a state is
-        opened or sealed: most requests never ask anything). Raises ``McpError(-32602)``
-        if ``requestState`` fails verification."""
+        opened or sealed: most requests never ask anything); ``responses`` and ``state``
+        are the retry's ``inputResponses`` and ``requestState`` (None when absent).
+        Raises ``McpError(-32602)`` if ``requestState`` fails verification."""
         self._sealer = sealer
         self._subject = subject
         self._method = method
         self._params = params
         self._digest_value: str | None = None
-        state = mrtr.request_state
-        if isinstance(state, msgspec.UnsetType):
+        if state is None:
             self._recorded: dict[str, Any] = {}
             self._exchange: str | None = None  # minted when first needed
         else:
             opened = sealer.open(state, self._digest, subject=subject)
             self._recorded, self._exchange = opened.answers, opened.exchange
-        responses = mrtr.input_responses
-        self._responses: dict[str, Any] = {} if isinstance(responses, msgspec.UnsetType) else responses
+        self._responses: dict[str, Any] = {} if responses is None else responses
         self._answers: dict[str, Any] = {}
         self.pending: dict[str, InputRequest] = {}
 

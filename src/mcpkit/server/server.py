@@ -54,16 +54,6 @@ log = logging.getLogger("mcpkit.server")
 _SCOPED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe"})
 
 
-class _Named(msgspec.Struct):
-    """The members of params that name a feature (the rest is skipped, not decoded)."""
-
-    name: Any = None
-    uri: Any = None
-
-
-_decode_named = msgspec.json.Decoder(_Named).decode
-
-
 def _state_key(key: bytes | str | None) -> bytes:
     """The ``requestState`` signing key as bytes (a random one for None)."""
     if key is None:
@@ -192,8 +182,8 @@ class Server(Registration):
         self._lifespan = LifespanRunner(self, lifespan)
         self._dispatcher = Dispatcher(self._registry, self.info, instructions, self._lifespan)
         if check_tracing(tracing) is not False:  # a span per request (docs/tracing.md)
-            self._dispatcher.handle = trace_server_requests(  # type: ignore[method-assign,assignment]
-                self._dispatcher.handle, tracing, lambda: MODERN in settings.policies
+            self._dispatcher.serve = trace_server_requests(  # type: ignore[method-assign,assignment]
+                self._dispatcher.serve, tracing, lambda: MODERN in settings.policies
             )
 
     # --- authorization (docs/auth.md) --------------------------------------------------
@@ -201,13 +191,17 @@ class Server(Registration):
     def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
         """The scopes the tool, prompt or resource a request names requires (those given
         with ``scopes=`` when it was registered); empty otherwise."""
-        if not self._registry.scopes or method not in _SCOPED_METHODS:
+        return self._request_scopes(RequestReceived(0, method, raw_params))  # the id is not read
+
+    def _request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
+        """:meth:`scopes_for` of a received request, from its head (the transports' form:
+        the ``RequestHandler`` protocol). Never raises."""
+        if not self._registry.scopes or request.method not in _SCOPED_METHODS:
             return ()
-        try:
-            named = _decode_named(raw_params) if raw_params else _Named()
-        except (msgspec.DecodeError, RecursionError):
+        named = request.head.named()
+        if named is None:
             return ()  # the dispatcher answers the malformed params
-        return self._registry.scopes_for(method, {"name": named.name, "uri": named.uri})
+        return self._registry.scopes_for(request.method, {"name": named[0], "uri": named[1]})
 
     def all_scopes(self) -> set[str]:
         """Every scope some feature requires."""
@@ -290,7 +284,14 @@ class Server(Registration):
         only ``CancelledError`` propagates otherwise. ``session`` comes from
         :meth:`new_session`; notifications the handler sends go through ``outbound``.
         """
-        return await self._dispatcher.handle(request_id, method, raw_params, session=session, outbound=outbound)
+        request = RequestReceived(request_id, method, raw_params)
+        return await self._dispatcher.serve(request, session=session, outbound=outbound)
+
+    async def _serve_request(self, request: RequestReceived, *, session: Any, outbound: Outbound) -> Any:
+        """:meth:`handle` for a request a transport has received, whose head it may have
+        read already (the ``RequestHandler`` protocol): its params are not decoded again.
+        Raises as :meth:`handle` does; cancellation cancels the handler."""
+        return await self._dispatcher.serve(request, session=session, outbound=outbound)
 
     # --- serving -----------------------------------------------------------------------------
 
@@ -393,15 +394,10 @@ class Server(Registration):
         handlers get their grace, and each one cancelled after it is answered -32603
         :data:`~.stopping.SHUTDOWN_MESSAGE`."""
         session = Session()
-        stopping = False  # stopped by ``stop``: every cancellation from now on is the shutdown's
 
-        async def on_request(ev: RequestReceived) -> Any:
-            try:
-                return await self._dispatcher.handle(ev.id, ev.method, ev.params, session=session, outbound=peer)
-            except asyncio.CancelledError:
-                if stopping:  # not the client's doing: it can no longer send anything
-                    raise McpError(INTERNAL_ERROR, SHUTDOWN_MESSAGE) from None
-                raise
+        def on_request(ev: RequestReceived) -> Awaitable[Any]:
+            # what the Peer awaits, inside its own error handling: no coroutine of our own per request
+            return self._dispatcher.serve(ev, session=session, outbound=peer)
 
         def on_notification(method: str, params: msgspec.Raw) -> None:
             if method != "notifications/initialized":
@@ -430,7 +426,8 @@ class Server(Registration):
                 else:
                     await asyncio.wait((peer.closed, stop), return_when=asyncio.FIRST_COMPLETED)
                     if stop.done() and stop_reading is not None:
-                        stopping = True
+                        # the client can no longer send anything: every cancellation is the shutdown's
+                        peer.answer_cancelled(McpError(INTERNAL_ERROR, SHUTDOWN_MESSAGE))
                         stop_reading()
                 session.end()  # open subscriptions of this connection end now, not after the grace
                 await disconnect()

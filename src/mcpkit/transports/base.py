@@ -9,9 +9,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
-import msgspec
-
-from ..protocol.events import RequestId
+from ..protocol.events import RequestReceived
 from ..protocol.headers import HeaderRules
 from ..protocol.versions import Era
 from ..runtime.channel import OnClose, OnMessage, Transport
@@ -38,8 +36,16 @@ class SessionState(Protocol):
 
 
 class RequestHandler(Protocol):
-    """What a transport that dispatches requests itself (Streamable HTTP) needs from
-    the server behind it. ``Server`` implements it; transports never import it."""
+    """What a transport that dispatches requests itself (Streamable HTTP, HTTP+SSE)
+    needs from the server behind it. ``Server`` implements it; transports never import it.
+
+    A request reaches the server as the engine's event, with the head the transport has
+    read already to route it (:attr:`~mcpkit.protocol.events.RequestReceived.head`), so
+    that its params are not decoded again: the two members that take one,
+    ``_request_scopes`` and ``_serve_request``, are private by name because they are a
+    contract between mcpkit's transports and its ``Server``, not part of the server's
+    public API (its ``scopes_for`` and ``handle`` take raw params instead).
+    """
 
     @property
     def max_error_text(self) -> int: ...
@@ -57,9 +63,9 @@ class RequestHandler(Protocol):
         resource updates) through ``outbound`` from now on; returns what stops it."""
         ...
 
-    def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
-        """The scopes the tool, prompt or resource a request names requires (empty for
-        other requests and unknown names)."""
+    def _request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
+        """The scopes the tool, prompt or resource the request names requires (empty for
+        other requests, unknown names and params that cannot be decoded). Never raises."""
         ...
 
     def all_scopes(self) -> set[str]:
@@ -78,9 +84,8 @@ class RequestHandler(Protocol):
         """The ``x-mcp-header`` annotations of tool ``tool`` (empty if unknown)."""
         ...
 
-    async def handle(
-        self, request_id: RequestId, method: str, raw_params: msgspec.Raw, *, session: Any, outbound: Outbound
-    ) -> Any:
+    async def _serve_request(self, request: RequestReceived, *, session: Any, outbound: Outbound) -> Any:
         """Serve one request: the result, or :class:`~mcpkit.McpError`. What the
-        handler sends its peer goes through ``outbound``."""
+        handler sends its peer goes through ``outbound``. Cancellation cancels the
+        handler."""
         ...

@@ -228,4 +228,15 @@ if __name__ == "__main__":
     else:
         from mcpkit.transports.http.server.uvicorn import run_uvicorn
 
-        run_uvicorn(_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", timeout_graceful_shutdown=1)
+        # A modern resources/read mirrors its URI in Mcp-Name: the request head is lifted
+        # past its 16 KiB cap so that the URIs of the template attacks (up to 100,000
+        # characters) reach the server's own bound, max_uri_length (the head cap has its
+        # own attacks in tests/hostile/).
+        run_uvicorn(
+            _app(),
+            host="127.0.0.1",
+            port=int(sys.argv[1]),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+            max_header_bytes=1 << 20,
+        )

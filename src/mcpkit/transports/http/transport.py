@@ -5,7 +5,10 @@ speak only the deprecated HTTP+SSE transport, the switch to it in ``sse/fallback
 Every outbound JSON-RPC message becomes its own HTTP POST; each response (one JSON
 object, or an SSE stream of messages ending with the response) is handed back as whole
 messages, exactly as a pipe transport would. What differs per era is decided from the
-messages themselves, once per message, and handed to that era's part:
+messages themselves, once per message, and handed to that era's part. A message the
+client's driver built comes with its method, id and params as built
+(:class:`~mcpkit.runtime.channel.TakesMessages`), which are read instead of decoding the
+bytes again; any other (``send``) is decoded as far as the transport reads it:
 
 * **modern** (2026-07-28, ``client/modern.py``): a message whose ``params._meta`` names a
   protocol version is stateless. Its POST carries ``MCP-Protocol-Version``,
@@ -39,9 +42,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from ...protocol import meta as meta_keys
 from ...protocol.engine import is_request_id
 from ...protocol.errors import ConnectionClosed
 from ...protocol.events import RequestId
+from ...protocol.headers import NAMED_METHODS
 from ...runtime.channel import OnClose, OnMessage
 from ..restart import CrashLog, RestartPolicy
 from .client.connection import Connection
@@ -226,12 +231,30 @@ class HttpTransport:
         except (msgspec.DecodeError, msgspec.ValidationError):
             logger.warning("dropping an outbound message that is not a JSON object")
             return
-        method, rid = msg.method, msg.id
-        params = msg.params if isinstance(msg.params, dict) else None
+        method = msg.method
         if not isinstance(method, str):  # a response to a request the server sent us
             self._legacy.notify("response", data)
             return
-        era: EraMessage = self._modern.claim(params) or self._legacy.claim(params)
+        self._carry(data, method, msg.id, msg.params if isinstance(msg.params, dict) else None, None)
+
+    def _send_message(self, data: bytes, method: str, rid: RequestId | None, params: Any) -> None:
+        """:meth:`send` for a message the client's driver built, with its method, id
+        (None: a notification) and params as built (the ``TakesMessages`` protocol):
+        what the transport reads of the params is read from them, unless they hold
+        something the bytes say otherwise (then the bytes are decoded, as by ``send``).
+        Never blocks, never raises."""
+        if not _read_as_sent(method, params):
+            self.send(data)
+            return
+        if not self._conn.sending or self._fallback.takes(data):
+            return
+        self._carry(data, method, UNSET if rid is None else rid, params, data)
+
+    def _carry(self, data: bytes, method: str, rid: Any, params: dict[str, Any] | None, built: bytes | None) -> None:
+        """POST request or notification ``data`` (``rid`` UNSET) in its era, in a task;
+        ``built`` is ``data`` when ``params`` are the caller's, not decoded from it.
+        Never blocks, never raises."""
+        era: EraMessage = self._modern.claim(params, built) or self._legacy.claim(params)
         if rid is UNSET:
             if method == "notifications/cancelled":
                 self._cancel(params, data)
@@ -275,3 +298,28 @@ class HttpTransport:
         finally:
             await self._http.aclose()
             self._conn.report("closed")
+
+
+def _read_as_sent(method: str, params: Any) -> bool:
+    """Whether what the transport reads of a message's ``params`` as the caller built
+    them is what its bytes say: they are a dict (or None) whose ``_meta`` (if any) is a
+    dict naming its version (if it does) with a ``str``, and whose target (``name``,
+    ``uri``, ``taskId``) is a ``str`` if given. Values of other types may encode as
+    something else (an enum as its value, say). A cancellation's ``requestId``, and a
+    tool's arguments where its ``x-mcp-header`` rules read them, are read from the bytes."""
+    if method == "notifications/cancelled":
+        return False
+    if params is None:
+        return True
+    if type(params) is not dict:
+        return False
+    meta = params.get("_meta")
+    if meta is not None:
+        if type(meta) is not dict:
+            return False
+        version = meta.get(meta_keys.PROTOCOL_VERSION)
+        if version is not None and type(version) is not str:
+            return False
+    key = NAMED_METHODS.get(method)
+    target = params.get(key) if key is not None else None
+    return target is None or type(target) is str

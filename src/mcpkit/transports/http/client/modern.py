@@ -29,7 +29,7 @@ from .inbound import PrivateRequests
 from .notifier import Notifier
 from .runner import Route
 from .settings import Settings
-from .wire import ACCEPT_BOTH, decode_dict
+from .wire import ACCEPT_BOTH, decode_dict, decode_out
 
 if TYPE_CHECKING:
     import httpx
@@ -58,19 +58,26 @@ class ModernEra:
         #: Tools left out of the listings for invalid ``x-mcp-header`` annotations: name -> why.
         self.rejected: dict[str, str] = {}
 
-    def claim(self, params: dict[str, Any] | None) -> ModernMessage | None:
+    def claim(self, params: dict[str, Any] | None, built: bytes | None = None) -> ModernMessage | None:
         """The era part of a message with ``params`` if it is modern (its ``_meta``
-        names a protocol version), else None: this is the transport's one era decision."""
+        names a protocol version), else None: this is the transport's one era decision.
+        ``built`` is the message's bytes when ``params`` are the caller's own rather than
+        decoded from them."""
         meta = params.get("_meta") if params is not None else None
         version = meta.get(meta_keys.PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if params is None or not isinstance(version, str):
             return None
-        return ModernMessage(self, params, version)
+        return ModernMessage(self, params, version, built)
 
-    def headers(self, method: str, params: dict[str, Any], version: str) -> dict[str, str]:
-        """The headers of a modern POST of ``method``, mirroring ``params``."""
+    def headers(self, method: str, params: dict[str, Any], version: str, built: bytes | None = None) -> dict[str, str]:
+        """The headers of a modern POST of ``method``, mirroring ``params``; a tool's
+        ``x-mcp-header`` rules read its arguments from ``built`` (the message's bytes,
+        when ``params`` are the caller's own), as the server will."""
         name = params.get("name") if method == "tools/call" else None
         rules = self._rules.get(name) if isinstance(name, str) else None
+        if rules and built is not None:
+            sent = decode_out(built).params
+            params = sent if isinstance(sent, dict) else {}
         return {
             **self._settings.headers,
             "Content-Type": "application/json",
@@ -78,9 +85,10 @@ class ModernEra:
             **request_headers(method, params, version, rules),
         }
 
-    def notify(self, method: str, params: dict[str, Any], version: str, body: bytes) -> None:
-        """POST a notification with its mirrored headers (computed now), in a task."""
-        headers = self.headers(method, params, version)
+    def notify(self, method: str, params: dict[str, Any], version: str, body: bytes, built: bytes | None) -> None:
+        """POST a notification with its mirrored headers (computed now), in a task;
+        ``built`` as for :meth:`headers`."""
+        headers = self.headers(method, params, version, built)
         self._conn.spawn(self._notifier.post(method, body, lambda: headers))
 
     def learn_listing(self, result: msgspec.Raw, data: bytes) -> bytes:
@@ -134,11 +142,13 @@ class ModernEra:
             kept.append(tool)
         return kept if len(kept) < len(tools) else None
 
-    async def relearn(self, params: dict[str, Any], version: str, used: dict[str, str]) -> dict[str, str] | None:
+    async def relearn(
+        self, params: dict[str, Any], version: str, used: dict[str, str], built: bytes | None
+    ) -> dict[str, str] | None:
         """A ``tools/call`` with ``params`` was refused with HeaderMismatch: list the
         tools again (as the spec advises) and return new headers for the call if the
         tool's annotations changed, else None. Raises :class:`~.exchange.Lost`, and
-        ``ValueError`` for an SSE event over the size limit."""
+        ``ValueError`` for an SSE event over the size limit. ``built`` as for :meth:`headers`."""
         meta = params["_meta"]
         list_params: dict[str, Any] = {"_meta": {k: v for k, v in meta.items() if k != meta_keys.PROGRESS_TOKEN}}
         for _ in range(_MAX_PAGES):
@@ -155,37 +165,40 @@ class ModernEra:
             if not isinstance(cursor, str):
                 break
             list_params = {**list_params, "cursor": cursor}
-        fresh = self.headers("tools/call", params, version)
+        fresh = self.headers("tools/call", params, version, built)
         return fresh if fresh != used else None
 
 
 class ModernMessage:
-    """One modern message: its params and the protocol version it names."""
+    """One modern message: its params and the protocol version it names; ``built`` is
+    the message's bytes when the params are the caller's own (not decoded from them)."""
 
-    def __init__(self, era: ModernEra, params: dict[str, Any], version: str) -> None:
+    def __init__(self, era: ModernEra, params: dict[str, Any], version: str, built: bytes | None) -> None:
         self._era = era
         self._params = params
         self._version = version
+        self._built = built
 
     def notify(self, method: str, body: bytes) -> None:
         """POST the notification with its mirrored headers, in a task."""
-        self._era.notify(method, self._params, self._version, body)
+        self._era.notify(method, self._params, self._version, body, self._built)
 
     def route(self, method: str) -> ModernRequest:
         """The route of the request, its headers computed now."""
-        return ModernRequest(self._era, method, self._params, self._version)
+        return ModernRequest(self._era, method, self._params, self._version, self._built)
 
 
 class ModernRequest(Route):
     """A modern request: stateless, its headers fixed unless a HeaderMismatch makes the
     transport relearn them."""
 
-    def __init__(self, era: ModernEra, method: str, params: dict[str, Any], version: str) -> None:
+    def __init__(self, era: ModernEra, method: str, params: dict[str, Any], version: str, built: bytes | None) -> None:
         super().__init__(method)
         self._era = era
         self._params = params
         self._version = version
-        self._headers = era.headers(method, params, version)
+        self._built = built
+        self._headers = era.headers(method, params, version, built)
 
     def headers(self) -> dict[str, str]:
         return dict(self._headers)
@@ -195,7 +208,7 @@ class ModernRequest(Route):
         listed again, give other headers."""
         if status != 400 or self.method != "tools/call" or _MISMATCH not in raw:
             return False
-        fresh = await self._era.relearn(self._params, self._version, self._headers)  # the tool's schema may have changed
+        fresh = await self._era.relearn(self._params, self._version, self._headers, self._built)  # the schema may have changed
         if fresh is None:
             return False
         self._headers = fresh

@@ -5,7 +5,11 @@ the request's headers and path as every layer reads them, the app's paths
 
 The app is a stack of small ASGI middleware around the MCP endpoint (``transports/http/
 app.py`` builds it): each layer checks one thing and either answers, raises
-:class:`Reject`, or calls the app it wraps. A :class:`Reject` raised anywhere below
+:class:`Reject`, or calls the app it wraps. A layer that only checks (and may raise)
+before passing the request on is a plain function returning what the app it wraps
+returns, not a coroutine of its own: every request crosses the whole stack, and each
+coroutine layer is one more frame to create and to resume at every wait. (The outermost
+app, which ASGI servers inspect, stays an ``async def``.) A :class:`Reject` raised anywhere below
 :class:`Refusals` becomes its plain response there — a status with a one-line text body
 (or a JSON-RPC error body), before any JSON-RPC parsing when it comes from a check — and
 any other exception a logged 500 with a JSON-RPC -32603 body, never the ASGI server's
@@ -22,6 +26,7 @@ protocol eras. The statuses and text bodies of refusals are listed in docs/http.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping, Sequence
@@ -49,6 +54,7 @@ __all__ = [
     "local_path",
     "json_error",
     "accepts",
+    "accepts_json_and_sse",
     "read_body",
     "safe_send",
     "send_json",
@@ -72,6 +78,10 @@ Headers = Mapping[str, str]
 _log = logging.getLogger("mcpkit.http")
 #: Where :func:`request_headers` keeps a request's decoded headers in its scope.
 _HEADERS_KEY: Final = "mcpkit.headers"
+#: Header names as :func:`request_headers` gives them, by their bytes: the same few on
+#: every request. Bounded (names come from clients): past the bound, names are decoded.
+_NAMES: dict[bytes, str] = {}
+_MAX_NAMES: Final = 256
 
 SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
@@ -160,10 +170,10 @@ class Paths:
         self.app = app
         self.paths = frozenset(paths) if paths is not None else None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if self.paths is not None and local_path(scope) not in self.paths:
             raise Reject(404, "Not Found")
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
 
 def request_headers(scope: Scope) -> Headers:
@@ -172,8 +182,16 @@ def request_headers(scope: Scope) -> Headers:
     differ). Decoded once, at the first layer that asks, and kept in ``scope``."""
     headers: Headers | None = scope.get(_HEADERS_KEY)
     if headers is None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())}
-        scope[_HEADERS_KEY] = headers
+        names = _NAMES
+        decoded: dict[str, str] = {}
+        for k, v in scope.get("headers", ()):
+            name = names.get(k) if type(k) is bytes else None
+            if name is None:
+                name = k.decode("latin-1").lower()
+                if type(k) is bytes and len(names) < _MAX_NAMES:
+                    names[k] = name
+            decoded[name] = v.decode("latin-1").strip(" \t")
+        headers = scope[_HEADERS_KEY] = decoded
     return headers
 
 
@@ -190,6 +208,13 @@ def local_path(scope: Scope) -> str:
 def json_error(rid: RequestId | None, error: McpError) -> bytes:
     """A JSON-RPC error response to request ``rid``."""
     return encode({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()})
+
+
+@functools.lru_cache(maxsize=256)  # bounded: the value comes from a header anyone can send
+def accepts_json_and_sse(accept: str) -> bool:
+    """Whether an ``Accept`` header value allows both JSON and SSE (what a POST needs).
+    Cached: clients send the same value on every request."""
+    return accepts(accept, "application/json") and accepts(accept, "text/event-stream")
 
 
 def accepts(accept: str, kind: str) -> bool:

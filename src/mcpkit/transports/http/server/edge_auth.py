@@ -53,13 +53,12 @@ class ProtectedResourceMetadata:
         self.auth = auth
         self._server = server
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         path: str = scope.get("path", "")
         if scope["method"] in ("GET", "HEAD") and path.rstrip("/") in self.auth.metadata_paths():
             body = msgspec.json.encode(self.auth.metadata(self._server.all_scopes()))
-            await send_json(send, 200, body, [(b"cache-control", b"max-age=3600"), (b"access-control-allow-origin", b"*")])
-            return
-        await self.app(scope, receive, send)
+            return send_json(send, 200, body, [(b"cache-control", b"max-age=3600"), (b"access-control-allow-origin", b"*")])
+        return self.app(scope, receive, send)
 
 
 class BearerAuth:
@@ -113,7 +112,7 @@ class ScopeCheck:
         identity = CURRENT.get()
         if identity is None:
             return
-        needed = self._server.scopes_for(request.method, request.params) if request is not None else ()
+        needed = self._server._request_scopes(request) if request is not None else ()
         try:
             self.auth.check_scopes(identity, needed)
         except AuthRefusal as refusal:

@@ -12,15 +12,19 @@ with ``Last-Event-ID``.
 :class:`McpEndpoint` is the innermost layer of the app (``transports/http/app.py``
 stacks the middleware in front of it: health, the lazy start, the authorization
 metadata, the path, ``Host``/``Origin``, the bearer token). It reads a POST — refusing
-415, 406, 413 and 408 before any JSON-RPC parsing — parses it once, checks the scopes
-of what it names, and routes it once to its era: :mod:`.modern` or :mod:`.legacy`,
-which serve it from there. With a shared session store (several nodes, docs/deploy.md)
-:mod:`.cluster` keeps this node's replicas of the sessions and routes what the client
-sends for another node. Every refusal is a :class:`~.asgi.Reject`, which the app's
-:class:`~.asgi.Refusals` layer answers.
+415, 406, 413 and 408 before any JSON-RPC parsing — parses it once, and routes it once to
+its era: a modern request (its head names a version) to :mod:`.modern` before any
+session is looked up (modern requests ignore ``Mcp-Session-Id``), anything else to
+:mod:`.legacy`, in the session its ``Mcp-Session-Id`` names, looked up only then. The
+scopes of what a request names are checked on the way. With a shared session store
+(several nodes, docs/deploy.md) :mod:`.cluster` keeps this node's replicas of the
+sessions and routes what the client sends for another node. Every refusal is a
+:class:`~.asgi.Reject`, which the app's :class:`~.asgi.Refusals` layer answers.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable
 
 import msgspec
 
@@ -36,7 +40,7 @@ from .asgi import (
     Reject,
     Scope,
     Send,
-    accepts,
+    accepts_json_and_sse,
     json_error,
     read_body,
     request_headers,
@@ -45,7 +49,7 @@ from .asgi import (
 from .cluster import Cluster, unavailable
 from .edge_auth import CheckScopes
 from .legacy import LegacyEndpoint
-from .modern import ModernEndpoint, meta_protocol_version
+from .modern import ModernEndpoint
 from .sessions import HttpSession, SessionManager
 
 __all__ = ["McpEndpoint"]
@@ -79,24 +83,27 @@ class McpEndpoint:
         self.body_timeout = body_timeout
         self._check_scopes = check_scopes
         self.draining = False
+        #: Parses a POST that names a session before the session is looked up; it keeps
+        #: nothing (a request it reads is handed on at once to the engine that serves it).
+        self._probe = Engine(max_error_text=handler.max_error_text)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one request. Raises :class:`~.asgi.Reject`: 405 (with ``Allow``) for
-        another method, 503 for a GET once draining, and what :meth:`post` and the
-        legacy era raise. Cancellation propagates, except where an exchange answers
-        the requests the server's shutdown cuts (:mod:`.shutdown`)."""
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Serve one request (what to await: the method's own coroutine). Raises
+        :class:`~.asgi.Reject`: 405 (with ``Allow``) for another method, 503 for a GET
+        once draining, and what :meth:`post` and the legacy era raise. Cancellation
+        propagates, except where an exchange answers the requests the server's shutdown
+        cuts (:mod:`.shutdown`)."""
         method = scope["method"]
         headers = request_headers(scope)
         if method == "POST":
-            await self.post(receive, send, headers)
-        elif method == "GET":
+            return self.post(receive, send, headers)
+        if method == "GET":
             if self.draining:
                 raise Reject(503, "Service Unavailable: shutting down", [(b"retry-after", b"5")])
-            await self._legacy.get(receive, send, headers)
-        elif method == "DELETE":
-            await self._legacy.delete(send, headers)
-        else:
-            raise Reject(405, "Method Not Allowed", [(b"allow", b"GET, POST, DELETE")])
+            return self._legacy.get(receive, send, headers)
+        if method == "DELETE":
+            return self._legacy.delete(send, headers)
+        raise Reject(405, "Method Not Allowed", [(b"allow", b"GET, POST, DELETE")])
 
     # --- the app's lifespan ------------------------------------------------------------------
 
@@ -123,9 +130,10 @@ class McpEndpoint:
 
     async def post(self, receive: Receive, send: Send, headers: Headers) -> None:
         """Read one JSON-RPC message and route it: a modern request (one whose ``_meta``
-        names a version, if the server speaks the modern era) to :mod:`.modern`,
-        anything else to :mod:`.legacy`; a message that cannot be parsed is answered
-        400 with its JSON-RPC error.
+        names a version, if the server speaks the modern era) to :mod:`.modern` without
+        looking up any session, anything else to :mod:`.legacy` in the session
+        ``Mcp-Session-Id`` names (looked up then); a message that cannot be parsed is
+        answered 400 with its JSON-RPC error.
 
         Raises :class:`~.asgi.Reject`: 415 unless the body is JSON, 406 if ``Accept``
         excludes JSON or SSE, 413 for a body over ``max_body_size``, 408 for one not
@@ -137,16 +145,35 @@ class McpEndpoint:
         if ctype != "application/json":
             raise Reject(415, "Unsupported Media Type: use Content-Type: application/json")
         accept = headers.get("accept")
-        if accept is not None and not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+        if accept is not None and not accepts_json_and_sse(accept):
             raise Reject(406, "Not Acceptable: Accept must allow application/json and text/event-stream")
         try:
             body = await read_body(receive, headers, self.max_body_size, self.body_timeout)
         except ClientDisconnected:
             return
         session_id = headers.get("mcp-session-id")
+        engine: Engine | None = None
+        if session_id:  # parsed before the session is looked up: a modern request needs none
+            ev = self._parse(self._probe, body)
+            if isinstance(ev, RequestReceived):
+                self._probe.abandon(ev.id)
+        else:
+            engine = Engine(max_error_text=self._handler.max_error_text)
+            ev = self._parse(engine, body)
+        if isinstance(ev, RequestReceived) and ev.head.version is not None and self._handler.speaks("modern"):
+            if engine is None:
+                engine = Engine(max_error_text=self._handler.max_error_text)
+                engine.track(ev.id)
+            self._check_scopes(engine, ev)
+            await self._modern.request(receive, send, headers, engine, ev)
+            return
         session = await self.find(session_id)
-        engine = session.engine if session is not None else Engine(max_error_text=self._handler.max_error_text)
-        ev = self._parse(engine, body)
+        if engine is None:  # the message names a session: it is served by the session's engine
+            engine = session.engine if session is not None else Engine(max_error_text=self._handler.max_error_text)
+            if isinstance(ev, RequestReceived):
+                ev = engine.adopt(ev)  # or the engine's answer to an id in use there
+            elif session is not None:  # a notification or a response: matched against the session's requests
+                ev = self._parse(engine, body)
         if not isinstance(ev, RequestReceived):  # a notification or a response: the server's scopes only
             self._check_scopes(None, None)
         if ev is None and session is not None and self.sessions.shared:
@@ -156,11 +183,6 @@ class McpEndpoint:
             return
         if isinstance(ev, RequestReceived):
             self._check_scopes(engine, ev)
-            version = meta_protocol_version(ev)
-            if version is not None and self._handler.speaks("modern"):
-                engine = self._outside_session(engine, session, ev)
-                await self._modern.request(receive, send, headers, engine, ev, version)
-                return
         await self._legacy.post(receive, send, headers, session_id, session, engine, ev)
 
     async def find(self, session_id: str | None) -> HttpSession | None:
@@ -182,12 +204,3 @@ class McpEndpoint:
         except (RecursionError, ValueError, msgspec.MsgspecError) as exc:
             text = flatten_text(str(exc), self._handler.max_error_text)
             return Reply(json_error(None, McpError(PARSE_ERROR, f"Parse error: {text}")))
-
-    def _outside_session(self, engine: Engine, session: HttpSession | None, request: RequestReceived) -> Engine:
-        """The engine to run a modern request on: modern requests ignore
-        ``Mcp-Session-Id``, so one parsed by a session's engine moves to a fresh one."""
-        if session is not None:
-            engine.abandon(request.id)
-            engine = Engine(max_error_text=self._handler.max_error_text)
-            engine.track(request.id)
-        return engine

@@ -18,6 +18,7 @@ as :mod:`.shutdown` says: -32603, as JSON or as the last event of its SSE stream
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -90,6 +91,44 @@ def _message_of(item: _Item) -> bytes | None:
     return item.message if isinstance(item, (_Note, _Answer, _Cancelled)) else None
 
 
+class _Items:
+    """What the handler and the connection report, in order, for their one reader (the
+    connection's side): an ``asyncio.Queue`` without what one reader does not need (a
+    queue is made per request). :meth:`get` waits for an item; cancelling it loses none."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[_Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: _Item) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> _Item:
+        items = self._items
+        while not items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return items.popleft()
+
+    def get_nowait(self) -> _Item:
+        """The first item; raises ``IndexError`` when there is none."""
+        return self._items.popleft()
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+
 # --- the exchange ---------------------------------------------------------------------------------
 
 
@@ -137,7 +176,7 @@ class Exchange:
         # a subscription is a stream whatever the setting: it has nothing to say as JSON
         self._json_response = False if request.method == "subscriptions/listen" else json_response
         self._gone = False
-        self._items: asyncio.Queue[_Item] = asyncio.Queue()
+        self._items = _Items()
         self._session = session
         self._stream: SseStream | None = None  # once set, the handler's messages go there
         self._started: Literal["no", "json", "sse"] = "no"  # how far the response is
@@ -197,7 +236,7 @@ class Exchange:
                 self._engine,
                 request.id,
                 request.method,
-                self._handler.handle(request.id, request.method, request.params, session=self._server_session, outbound=outbound),
+                self._handler._serve_request(request, session=self._server_session, outbound=outbound),
             )
         except asyncio.CancelledError:
             err = McpError(REQUEST_CANCELLED, "Request cancelled")

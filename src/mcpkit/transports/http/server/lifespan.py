@@ -31,7 +31,7 @@ cause goes to the ASGI server, which reports it (once) and exits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -170,7 +170,13 @@ class StartOnFirstRequest:
         self.app = app
         self._lifespan = lifespan
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if not self._lifespan.running:
-            await self._lifespan.ensure_started()
+            return self._start_first(scope, receive, send)
+        return self.app(scope, receive, send)
+
+    async def _start_first(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Start the lifespan, then serve. Raises what :meth:`Lifespan.ensure_started`
+        raises (``Reject`` 503 after a failed start); cancellation propagates."""
+        await self._lifespan.ensure_started()
         await self.app(scope, receive, send)

@@ -1,20 +1,19 @@
-"""The modern era (2026-07-28) over Streamable HTTP: recognising a modern request, and
-serving it statelessly.
+"""The modern era (2026-07-28) over Streamable HTTP: serving a modern request statelessly.
 
-A modern request names its protocol version in ``params._meta``; its mirrored headers
+A modern request names its protocol version in ``params._meta`` (its head's
+``version``: the endpoint routes it here on that); its mirrored headers
 (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``) are checked
-against the body, then it is run on its own and answered on its POST's response. There
-is no session, no ``GET`` stream and no ``DELETE`` (docs/http.md, "One endpoint, two
-eras").
+against the body as its head reads it, then it is run on its own and answered on its
+POST's response. There is no session, no ``GET`` stream and no ``DELETE`` (docs/http.md,
+"One endpoint, two eras").
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
-from ....protocol import meta as meta_keys
 from ....protocol.engine import Engine
 from ....protocol.eras import MODERN
 from ....protocol.errors import INVALID_PARAMS, McpError
@@ -25,7 +24,7 @@ from ...base import RequestHandler
 from .asgi import Headers, Receive, Send, json_error, send_json
 from .exchange import Exchange
 
-__all__ = ["ErrorStatus", "ERROR_STATUSES", "meta_protocol_version", "ModernEndpoint"]
+__all__ = ["ErrorStatus", "ERROR_STATUSES", "ModernEndpoint"]
 
 #: How a modern-era JSON-RPC error picks its HTTP status (docs/http.md, "HTTP status
 #: codes"): ``"spec"``, the specification's and DESIGN's mapping (``-32603`` is 500), or
@@ -33,33 +32,6 @@ __all__ = ["ErrorStatus", "ERROR_STATUSES", "meta_protocol_version", "ModernEndp
 #: read a JSON-RPC error body only on 400 (the TypeScript SDK's).
 ErrorStatus = Literal["spec", "400"]
 ERROR_STATUSES: Final = ("spec", "400")
-
-
-class _MetaVersion(msgspec.Struct):
-    version: Any = msgspec.field(default=None, name=meta_keys.PROTOCOL_VERSION)
-
-
-class _ParamsVersion(msgspec.Struct):
-    """Only ``params._meta``'s protocol version: the other members are skipped, so a
-    number out of range elsewhere in ``_meta`` does not hide the version (the
-    dispatcher then answers that number with -32602)."""
-
-    meta: _MetaVersion | None = msgspec.field(default=None, name="_meta")
-
-
-_decode_version = msgspec.json.Decoder(_ParamsVersion).decode
-
-
-def meta_protocol_version(request: RequestReceived) -> Any:
-    """The protocol version ``request`` names in ``params._meta`` (any JSON value), or
-    None if it names none — then it is not a modern request. Members of ``_meta`` other
-    than the version are not decoded here; a ``_meta`` that is not an object, or a
-    version nested too deeply, names none. Never raises."""
-    try:
-        meta = _decode_version(request.params).meta if request.params else None
-    except (msgspec.MsgspecError, RecursionError, ValueError):
-        return None
-    return meta.version if meta is not None else None
 
 
 class ModernEndpoint:
@@ -85,11 +57,9 @@ class ModernEndpoint:
             return 400
         return status
 
-    async def request(
-        self, receive: Receive, send: Send, headers: Headers, engine: Engine, request: RequestReceived, version: Any
-    ) -> None:
-        """Check the mirrored headers and run ``request`` (``version`` is what its
-        ``_meta`` names), answering on ``send``.
+    async def request(self, receive: Receive, send: Send, headers: Headers, engine: Engine, request: RequestReceived) -> None:
+        """Check the mirrored headers and run ``request`` (one whose head names a
+        version), answering on ``send``.
 
         A header that disagrees with the body is answered with -32020 and HTTP 400. A
         version we do not speak is checked only when ``MCP-Protocol-Version`` differs
@@ -97,11 +67,13 @@ class ModernEndpoint:
         versions we speak. Params the check cannot decode are answered with -32602 and
         HTTP 400. The handler is cancelled if the client disconnects.
         """
+        head = request.head
+        version = head.version
         known = isinstance(version, str) and supports(version, "request-meta")
         try:
             if known or headers.get("mcp-protocol-version") != version:
                 try:
-                    check_request_headers(headers, request.method, request.params, version, self._handler.header_rules)
+                    check_request_headers(headers, request, self._handler.header_rules)
                 except (msgspec.MsgspecError, RecursionError, ValueError) as exc:
                     raise McpError(INVALID_PARAMS, "Invalid params: they cannot be decoded", status=400) from exc
         except McpError as err:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 
 from .asgi import ASGIApp, Headers, Receive, Reject, Scope, Send, request_headers
 
@@ -106,9 +106,9 @@ class HostOriginGuard:
         self.allowed_origins = [o.lower().rstrip("/") for o in allowed_origins] if allowed_origins is not None else None
         self.protection = protection
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         self.check(scope, request_headers(scope))
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
     def check(self, scope: Scope, headers: Headers, also: HostList | None = None) -> None:
         """Raises :class:`Reject` (403) if the request's ``Host`` or ``Origin`` is not

@@ -59,7 +59,6 @@ from ..server.asgi import (
     wait_disconnect,
 )
 from ..server.edge_auth import CheckScopes
-from ..server.modern import meta_protocol_version
 from ..server.sessions import SessionManager
 from ..server.shutdown import SHUTDOWN_MESSAGE, last_words
 from .session import WAKE, SseSession, ask
@@ -324,7 +323,7 @@ class SseEndpoint:
         if session.closed or request.id not in engine.incoming:  # ended, or cancelled meanwhile
             engine.abandon(request.id)
             return
-        if meta_protocol_version(request) is not None:
+        if request.head.version is not None:
             text = "Invalid Request: the HTTP+SSE transport serves the legacy era only (initialize, no protocol version in _meta)"
             message = engine.respond_error(request.id, McpError(INVALID_REQUEST, text))
             if message is not None:
@@ -346,9 +345,7 @@ class SseEndpoint:
                 session.engine,
                 request.id,
                 request.method,
-                self._handler.handle(
-                    request.id, request.method, request.params, session=session.server_session, outbound=outbound
-                ),
+                self._handler._serve_request(request, session=session.server_session, outbound=outbound),
             )
             if message is not None:
                 session.send(message)
