@@ -131,11 +131,11 @@ class SupervisesStart(Protocol):
 @runtime_checkable
 class TakesMessages(Protocol):
     """A transport that takes a message together with what it says (optional; mcpkit's
-    HTTP client transport). Private by name: a contract between mcpkit's driver and its
-    own transports, not part of the :class:`Transport` interface a transport of your own
-    implements."""
+    HTTP client transport does), so that it need not decode the bytes the driver has just
+    encoded. A transport of your own need not implement it: the driver then calls
+    :meth:`Transport.send`."""
 
-    def _send_message(self, data: bytes, method: str, rid: RequestId | None, params: Any) -> None:
+    def send_envelope(self, data: bytes, method: str, rid: RequestId | None, params: Any) -> None:
         """``send(data)`` for a message the driver built: the request ``rid`` (None: a
         notification) of ``method`` with ``params`` as the caller built them (not to be
         changed), encoded as ``data``. Never blocks; never raises for a closed channel."""

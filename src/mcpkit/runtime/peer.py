@@ -315,7 +315,7 @@ class Peer:
         """Give ``out`` to the transport: with its method, id and params if the
         transport takes them (:class:`~.channel.TakesMessages`), else its bytes."""
         if self._messages is not None:
-            self._messages._send_message(out.data, out.method, out.id, out.params)
+            self._messages.send_envelope(out.data, out.method, out.id, out.params)
         else:
             self.transport.send(out.data)
 
@@ -363,7 +363,7 @@ class Peer:
         longer write)."""
         data = self.engine.notification(method, params)
         if self._messages is not None:
-            self._messages._send_message(data, method, None, params)
+            self._messages.send_envelope(data, method, None, params)
         else:
             self.transport.send(data)
 

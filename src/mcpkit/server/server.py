@@ -191,9 +191,9 @@ class Server(Registration):
     def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
         """The scopes the tool, prompt or resource a request names requires (those given
         with ``scopes=`` when it was registered); empty otherwise."""
-        return self._request_scopes(RequestReceived(0, method, raw_params))  # the id is not read
+        return self.request_scopes(RequestReceived(0, method, raw_params))  # the id is not read
 
-    def _request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
+    def request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
         """:meth:`scopes_for` of a received request, from its head (the transports' form:
         the ``RequestHandler`` protocol). Never raises."""
         if not self._registry.scopes or request.method not in _SCOPED_METHODS:
@@ -287,7 +287,7 @@ class Server(Registration):
         request = RequestReceived(request_id, method, raw_params)
         return await self._dispatcher.serve(request, session=session, outbound=outbound)
 
-    async def _serve_request(self, request: RequestReceived, *, session: Any, outbound: Outbound) -> Any:
+    async def serve_request(self, request: RequestReceived, *, session: Any, outbound: Outbound) -> Any:
         """:meth:`handle` for a request a transport has received, whose head it may have
         read already (the ``RequestHandler`` protocol): its params are not decoded again.
         Raises as :meth:`handle` does; cancellation cancels the handler."""

@@ -42,9 +42,8 @@ class RequestHandler(Protocol):
     A request reaches the server as the engine's event, with the head the transport has
     read already to route it (:attr:`~mcpkit.protocol.events.RequestReceived.head`), so
     that its params are not decoded again: the two members that take one,
-    ``_request_scopes`` and ``_serve_request``, are private by name because they are a
-    contract between mcpkit's transports and its ``Server``, not part of the server's
-    public API (its ``scopes_for`` and ``handle`` take raw params instead).
+    ``request_scopes`` and ``serve_request``, are what :meth:`Server.scopes_for` and
+    :meth:`Server.handle` are for a caller that has raw params instead.
     """
 
     @property
@@ -63,7 +62,7 @@ class RequestHandler(Protocol):
         resource updates) through ``outbound`` from now on; returns what stops it."""
         ...
 
-    def _request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
+    def request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
         """The scopes the tool, prompt or resource the request names requires (empty for
         other requests, unknown names and params that cannot be decoded). Never raises."""
         ...
@@ -84,7 +83,7 @@ class RequestHandler(Protocol):
         """The ``x-mcp-header`` annotations of tool ``tool`` (empty if unknown)."""
         ...
 
-    async def _serve_request(self, request: RequestReceived, *, session: Any, outbound: Outbound) -> Any:
+    async def serve_request(self, request: RequestReceived, *, session: Any, outbound: Outbound) -> Any:
         """Serve one request: the result, or :class:`~mcpkit.McpError`. What the
         handler sends its peer goes through ``outbound``. Cancellation cancels the
         handler."""

@@ -237,7 +237,7 @@ class HttpTransport:
             return
         self._carry(data, method, msg.id, msg.params if isinstance(msg.params, dict) else None, None)
 
-    def _send_message(self, data: bytes, method: str, rid: RequestId | None, params: Any) -> None:
+    def send_envelope(self, data: bytes, method: str, rid: RequestId | None, params: Any) -> None:
         """:meth:`send` for a message the client's driver built, with its method, id
         (None: a notification) and params as built (the ``TakesMessages`` protocol):
         what the transport reads of the params is read from them, unless they hold

@@ -112,7 +112,7 @@ class ScopeCheck:
         identity = CURRENT.get()
         if identity is None:
             return
-        needed = self._server._request_scopes(request) if request is not None else ()
+        needed = self._server.request_scopes(request) if request is not None else ()
         try:
             self.auth.check_scopes(identity, needed)
         except AuthRefusal as refusal:

@@ -236,7 +236,7 @@ class Exchange:
                 self._engine,
                 request.id,
                 request.method,
-                self._handler._serve_request(request, session=self._server_session, outbound=outbound),
+                self._handler.serve_request(request, session=self._server_session, outbound=outbound),
             )
         except asyncio.CancelledError:
             err = McpError(REQUEST_CANCELLED, "Request cancelled")

@@ -155,7 +155,7 @@ class LegacyEndpoint:
             engine,
             request.id,
             request.method,
-            self._handler._serve_request(request, session=server_session, outbound=DROP),
+            self._handler.serve_request(request, session=server_session, outbound=DROP),
         )
         if error is not None:
             await send_json(send, LEGACY.error_status(error), message or b"")

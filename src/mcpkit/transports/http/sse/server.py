@@ -345,7 +345,7 @@ class SseEndpoint:
                 session.engine,
                 request.id,
                 request.method,
-                self._handler._serve_request(request, session=session.server_session, outbound=outbound),
+                self._handler.serve_request(request, session=session.server_session, outbound=outbound),
             )
             if message is not None:
                 session.send(message)
