@@ -74,7 +74,9 @@ async def test_a_huge_filter_is_refused_and_the_biggest_accepted_costs_little() 
             finally:
                 await _close(refused)
         print(f"150 listens of 1 MB: statuses {statuses}, RSS {grown:+.0f} MB")
-        assert grown < 100, grown
+        # Held, they cost +614 MB. Refused, what stays is the peak of reading 150 bodies of
+        # 1 MB at once (up to 150 MB, which glibc keeps): measured 100-125 MB under load.
+        assert grown < 300, grown
         base = rss_mb(proc)
         async with httpx.AsyncClient(timeout=60, limits=_limits(150)) as http:  # fresh: no idle connection reused
             accepted = await _open(http, url, 150, BIGGEST)
