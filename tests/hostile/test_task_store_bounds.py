@@ -53,7 +53,7 @@ def _task(http: httpx.Client, url: str, task_id: str, token: str | None = None) 
 def _finished(http: httpx.Client, url: str, task_id: str, token: str | None = None) -> dict[str, Any]:
     return wait_until(
         lambda: (t := _task(http, url, task_id, token))["status"] in ("completed", "failed", "cancelled") and t,
-        timeout=60,
+        timeout=240,  # a 60 MB result, encoded and refused by the store: slow on a loaded machine
         what=f"task {task_id} finished",
     )
 
