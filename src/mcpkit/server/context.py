@@ -58,7 +58,7 @@ from ..runtime.outbound import DROP, Notifier, Outbound
 from ..runtime.peer import check_timeout
 from .interaction import Asker, ReplayAsker, content_converter, elicitation_schema, invalid_content
 
-__all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context"]
+__all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context", "relay_question"]
 
 _RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 _log = logging.getLogger("mcpkit.server")
@@ -532,3 +532,16 @@ def mounted_context(ctx: Context, renamed: dict[str, Any], lifespan: Any) -> Con
     inner._params = None
     inner._lifespan = lifespan
     return inner
+
+
+async def relay_question(ctx: Context, method: str, params: dict[str, Any]) -> Result:
+    """Ask the client of ``ctx`` the question ``method`` (``elicitation/create``,
+    ``sampling/createMessage``, ``roots/list``) with ``params`` as they are — another
+    server's question relayed by a proxy — through the request's asker, as ``ctx.elicit``
+    and the others do: the same capability check (-32021), the same keys and deadlines.
+    Returns the typed answer; raises what those methods raise (``InputRequired`` in a
+    modern input round)."""
+    kind = {ELICIT: "elicit", SAMPLE: "sample", LIST_ROOTS: "roots"}.get(method)
+    if kind is None:
+        raise ValueError(f"not a question to a client: {method!r}")
+    return await ctx._ask(kind, method, params, None, None)  # type: ignore[no-any-return]

@@ -8,7 +8,9 @@ it, with the server's :class:`~.settings.Settings` and its task manager.
 A registry may have other servers' registries mounted in it (:mod:`.mount`, which
 implements :class:`Mounted`): its lookups (:meth:`Registry.route`), lists
 (:meth:`Registry.listed`), capabilities and scopes then take theirs in too, and their
-changes are announced as its own."""
+changes are announced as its own. A registry may also serve what another server offers
+over a transport (a :class:`Remote`, which :mod:`mcpkit.proxy` implements): listed after
+its own features, and asked for every name that neither it nor a mount has."""
 
 from __future__ import annotations
 
@@ -22,14 +24,14 @@ from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.tasks import TASKS_EXTENSION
 from ..stores.tasks import InMemoryTaskStore
 from .changes import ChangeHub
-from .context import Context
+from .context import Call, Context
 from .definitions.prompts import PromptDef
 from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
 from .settings import Settings
 from .tasks import TaskManager
 
-__all__ = ["Registry", "Middleware", "CallNext", "Mounted", "run_middleware", "Kind"]
+__all__ = ["Registry", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind"]
 
 T = TypeVar("T")
 #: What a registry offers, by kind: ``"tool"``, ``"prompt"``, ``"resource"`` (keyed by
@@ -107,6 +109,34 @@ class Mounted(Protocol):
         ...
 
 
+class Remote(Protocol):
+    """What another server offers, reached over a transport (:class:`mcpkit.Proxy`)."""
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The remote server's feature capabilities (tools, resources, prompts, ...)."""
+        ...
+
+    def listed(self, kind: Kind) -> list[Any]:
+        """The remote server's features of ``kind``, as last listed."""
+        ...
+
+    def has(self, kind: Kind, key: str) -> bool:
+        """Whether the remote server listed ``key`` of ``kind`` (a resource: a URI it
+        listed or one of its templates matches)."""
+        ...
+
+    def watch(self, uri: str) -> None:
+        """A client of this server subscribed to the remote resource ``uri``: its
+        updates are wanted from now on."""
+        ...
+
+    async def forward(self, ctx: Context, call: Call, method: str, params: Any) -> Any:
+        """The remote server's answer to ``method`` with ``params`` (the decoded params
+        struct), for the request ``ctx``: its result, or its error as an ``McpError``."""
+        ...
+
+
 def _key(kind: Kind, item: Any) -> str:
     if kind in ("tool", "prompt"):
         return str(item.name)
@@ -139,6 +169,8 @@ class Registry:
         self.mounts: list[Mounted] = []
         #: The mounts of this registry in others: told of its changes.
         self.parents: list[Mounted] = []
+        #: The remote server this registry also serves (a proxy's), if any.
+        self.remote: Remote | None = None
 
     # --- what changed, announced here and where this registry is mounted -------------------------
 
@@ -288,7 +320,21 @@ class Registry:
         mounted server)."""
         if uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates):
             return True
+        if self.remote is not None and self.remote.has("resource", uri):
+            return True
         return bool(self.mounts) and self.route("resource", uri) is not None
+
+    def watch(self, uri: str) -> None:
+        """A client subscribed to ``uri``: a remote server that offers it (here or in a
+        mounted server) is told its updates are wanted."""
+        if uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates):
+            return
+        if self.remote is not None and self.remote.has("resource", uri):
+            self.remote.watch(uri)
+            return
+        routed = self.route("resource", uri) if self.mounts else None
+        if routed is not None:
+            routed[0].registry.watch(routed[1])
 
     # --- mounted servers (server/mount.py) ------------------------------------------------------
 
@@ -303,6 +349,8 @@ class Registry:
             return self.knows_resource(key)
         else:
             found = any(t.template.uri_template == key for t in self.templates)
+        if not found and self.remote is not None:
+            found = self.remote.has(kind, key)
         return found or (bool(self.mounts) and self.route(kind, key) is not None)
 
     def route(self, kind: Kind, key: str) -> tuple[Mounted, str] | None:
@@ -329,6 +377,8 @@ class Registry:
             own = [r.resource for r in self.resources.values()]
         else:
             own = [t.template for t in self.templates]
+        if self.remote is not None:
+            own = [*own, *self.remote.listed(kind)]
         if not self.mounts:
             return own
         seen = {_key(kind, item) for item in own}
@@ -377,6 +427,9 @@ class Registry:
             caps["prompts"] = {"listChanged": True}
         if self.completions or self.prompts or self.templates:
             caps["completions"] = {}
+        if self.remote is not None:
+            for name, value in self.remote.capabilities.items():
+                caps.setdefault(name, value)
         for mount in self.mounts:  # what a mounted server offers is offered here
             for name, value in mount.registry.capabilities.items():
                 caps.setdefault(name, value)

@@ -3,7 +3,9 @@ a lifespan, middleware, a tool time limit, every Context feature) and ``notes`` 
 ``notes``, separator ``"."``, features added and removed while serving).
 
 ``python tests/support/servers/composed.py`` serves stdio; ``... --http PORT`` serves
-127.0.0.1:PORT/mcp. Both eras. Used by tests/unit/server/test_mount.py.
+127.0.0.1:PORT/mcp; ``--page-size N`` pages its lists by N. Both eras. Used by
+tests/unit/server/test_mount.py, and as the server behind the proxies of
+tests/e2e/test_proxy.py.
 """
 
 from __future__ import annotations
@@ -108,10 +110,33 @@ async def roots(ctx: Context) -> str:
     return ",".join(root.uri for root in await ctx.list_roots())
 
 
+#: The ``seconds`` of each ``slow`` call that was cancelled.
+cancelled: list[float] = []
+
+
 @weather.tool
 async def slow(seconds: float) -> str:
-    await asyncio.sleep(seconds)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        cancelled.append(seconds)
+        raise
     return "slept"
+
+
+@weather.tool
+def cancellations() -> str:
+    return ",".join(f"{s:g}" for s in cancelled)
+
+
+#: A counter of this process (per upstream session, behind a proxy of a command).
+calls = [0]
+
+
+@weather.tool
+def count() -> int:
+    calls[0] += 1
+    return calls[0]
 
 
 @weather.tool(task=True)
@@ -169,12 +194,22 @@ def broken() -> str:
     raise RuntimeError("a secret")
 
 
+@notes.prompt
+def failing() -> str:
+    raise RuntimeError("a secret of the prompt")
+
+
 parent.mount(weather, prefix="weather")
 parent.mount(notes, prefix="notes", separator=".")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--http":
-        server.run("http", port=int(sys.argv[2]))
+    args = sys.argv[1:]
+    if "--page-size" in args:
+        at = args.index("--page-size")
+        server.page_size = int(args[at + 1])
+        del args[at : at + 2]
+    if len(args) > 1 and args[0] == "--http":
+        server.run("http", port=int(args[1]))
     else:
         server.run()

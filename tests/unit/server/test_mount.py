@@ -114,7 +114,7 @@ async def test_lists_name_every_mounted_feature(connect: Any, era: str) -> None:
         assert "forecast" not in tools
         assert [r.uri for r in await client.list_all_resources()] == ["weather://weather/stations"]
         assert [t.uri_template for t in await client.list_all_resource_templates()] == ["weather://weather/cities/{city}"]
-        assert [p.name for p in await client.list_all_prompts()] == ["weather_brief"]
+        assert [p.name for p in await client.list_all_prompts()] == ["notes.failing", "weather_brief"]  # the last mounted first
 
 
 def test_precedence_own_first_then_the_last_mounted() -> None:
