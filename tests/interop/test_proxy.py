@@ -3,8 +3,8 @@ behind an mcpkit ``Proxy`` served over Streamable HTTP, called by the official P
 SDK's client (PyPI ``mcp``) in both of its modes — ``mode="legacy"`` (initialize,
 2025-11-25) and ``mode="auto"`` (``server/discover``: 2026-07-28, so the proxy bridges the
 eras). Tools, progress, errors, resources and templates, prompts and completions cross in
-both; the upstream server's questions (sampling, elicitation, roots) reach a legacy
-client (a modern client cannot be asked a legacy server's question through a proxy yet).
+both, and so do the upstream server's questions (sampling, elicitation, roots): a
+legacy client gets them as requests, a modern one as input rounds.
 
 Every test body runs under a deadline.
 """
@@ -124,10 +124,13 @@ async def test_resources_prompts_and_completions_cross(proxy_url: str, mode: str
             assert "Engineering" in done.completion.values
 
 
-async def test_the_upstream_servers_questions_reach_a_legacy_client(proxy_url: str) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_upstream_servers_questions_reach_the_client(proxy_url: str, mode: str) -> None:
+    """A modern client is asked in input rounds: the proxy holds server-everything's
+    call open between them (the era bridge)."""
     with anyio.fail_after(LIMIT):
         callbacks = {"elicitation_callback": _elicit, "sampling_callback": _sample, "list_roots_callback": _roots}
-        async with official(proxy_url, "legacy", **callbacks) as client:
+        async with official(proxy_url, mode, **callbacks) as client:
             roots = texts(await client.call_tool("get-roots-list"))[0]
             assert "URI: file:///srv/a" in roots
             assert "URI: file:///srv/b" in roots

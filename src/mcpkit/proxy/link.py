@@ -11,11 +11,12 @@ What the upstream server starts is relayed to it:
 * a question (elicitation, sampling, roots) goes to the request it belongs to —
   the context variable's when the question comes from an input round of the modern era
   (the Client answers those in the calling task), else the most recent request in flight
-  (a legacy server's request, which the Client answers on its reader's task; relayed to
-  a legacy client only, for now: a modern client would need the upstream request held
-  open between its rounds) — through
+  (a legacy server's request, which the Client answers on its reader's task) — through
   the downstream request's own asker (:func:`~mcpkit.server.context.relay_question`): a
   real request to a legacy client, an input round for a modern one;
+* a link lent to an :class:`Asking` exchange (:mod:`.bridge`: a legacy server's call for
+  a modern client, held between the client's rounds) hands every question to it, and
+  sends progress and log messages to its current round;
 * a log message goes to the most recent request in flight, filtered by the level its
   client chose; with no request in flight it is dropped (a proxy has no connection-wide
   way back in the modern era);
@@ -35,7 +36,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -48,11 +49,25 @@ from ..protocol.types import CallToolParams, CompleteParams, GetPromptParams, Re
 from ..server.context import Context, relay_question
 from ..transports.base import Servable, Transport
 
-__all__ = ["Link", "Connect", "mirrored_options"]
+__all__ = ["Link", "Connect", "Asking", "mirrored_options"]
 
 #: What a proxy connects with: a function returning a fresh transport (or a Server, in
 #: memory) for each upstream session.
 Connect = Callable[[], Transport | Servable]
+
+class Asking(Protocol):
+    """The exchange a link is lent to (:class:`~.bridge.Exchange`): every question the
+    link receives is its call's."""
+
+    @property
+    def ctx(self) -> Context:
+        """The downstream request of the exchange's current round."""
+        ...
+
+    async def ask(self, method: str, params: dict[str, Any]) -> Any:
+        """The client's answer to the upstream question, at its next round."""
+        ...
+
 
 _CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("mcpkit_proxy_request", default=None)
 
@@ -81,6 +96,8 @@ class Link:
     def __init__(self, connect: Connect, options: ClientOptions, capabilities: dict[str, Any] | None) -> None:
         wants = mirrored_options(options, capabilities)
         self.active: list[Context] = []
+        #: The exchange this link is lent to (bridge.py), if any.
+        self.exchange: Asking | None = None
         self.client = Client(
             connect(),
             dataclasses.replace(
@@ -112,17 +129,19 @@ class Link:
         token = _CURRENT.set(ctx)
         self.active.append(ctx)
         try:
-            return await self._call(ctx, method, params)
+            return await self.forward_for(lambda: ctx, method, params)
         finally:
             self.active.remove(ctx)
             _CURRENT.reset(token)
 
-    async def _call(self, ctx: Context, method: str, params: Any) -> Any:
+    async def forward_for(self, ctx_of: Callable[[], Context], method: str, params: Any) -> Any:
+        """:meth:`forward`, its progress reported to the request ``ctx_of()`` names at
+        the time (an exchange's current round); raises as :meth:`forward` does."""
         client = self.client
         if isinstance(params, CallToolParams):
 
             async def progress(done: float, total: float | None, message: str | None) -> None:
-                await ctx.report_progress(done, total, message)
+                await ctx_of().report_progress(done, total, message)
 
             return await client.call_tool(params.name, params.arguments, on_progress=progress)
         if isinstance(params, GetPromptParams):
@@ -147,21 +166,29 @@ class Link:
         if not self.active:
             raise McpError(INTERNAL_ERROR, "The proxy has no request in progress to ask this of")
         ctx = self.active[-1]
-        if BY_NAME[ctx.era].stateless:
-            raise McpError(INTERNAL_ERROR, "The proxy cannot yet relay a legacy server's question to a 2026-07-28 client")
+        if BY_NAME[ctx.era].stateless:  # only a link lent to an exchange can (bridge.py)
+            raise McpError(INTERNAL_ERROR, "The proxy cannot relay a legacy server's question to a 2026-07-28 client here")
         return ctx
 
+    async def _question(self, method: str, params: dict[str, Any]) -> Any:
+        if self.exchange is not None:
+            return await self.exchange.ask(method, params)
+        return await relay_question(self._asking(), method, params)
+
     async def _elicit(self, request: ElicitRequestParams) -> Any:
-        return await relay_question(self._asking(), ELICIT, _params(request))
+        return await self._question(ELICIT, _params(request))
 
     async def _sample(self, request: CreateMessageParams) -> Any:
-        return await relay_question(self._asking(), SAMPLE, _params(request))
+        return await self._question(SAMPLE, _params(request))
 
     async def _roots(self) -> list[Root]:
-        answer = await relay_question(self._asking(), LIST_ROOTS, {})
+        answer = await self._question(LIST_ROOTS, {})
         return list(getattr(answer, "roots", []))
 
     async def _log(self, level: str, data: Any, logger: str | None) -> None:
+        if self.exchange is not None:
+            await self.exchange.ctx.log(level, data, logger=logger)  # type: ignore[arg-type]
+            return
         ctx = _CURRENT.get() or (self.active[-1] if self.active else None)
         if ctx is not None:
             await ctx.log(level, data, logger=logger)  # type: ignore[arg-type]

@@ -36,8 +36,10 @@ class Proxy(Server):
     (its timeouts, retries, era; default: a 300 s deadline restarted by progress); the
     callbacks that answer the upstream server's questions are the proxy's own. At most
     ``max_sessions`` upstream sessions are open besides the shared one (100); lists are
-    fetched whole, at most ``max_pages`` pages each (100). The upstream credentials are
-    the proxy's: the transport's, never a downstream client's bearer token.
+    fetched whole, at most ``max_pages`` pages each (100). A legacy upstream server's
+    call that asks a 2026-07-28 client is held between the client's rounds for at most
+    ``round_ttl`` seconds each (300), then cancelled. The upstream credentials are the
+    proxy's: the transport's, never a downstream client's bearer token.
 
     The other arguments are :class:`~mcpkit.Server`'s; a ``lifespan`` runs inside the
     upstream connection. Raises ``ValueError`` for bounds that are not positive.
@@ -52,11 +54,12 @@ class Proxy(Server):
         client_options: ClientOptions | None = None,
         max_sessions: int = 100,
         max_pages: int = 100,
+        round_ttl: float = 300.0,
         lifespan: Lifespan | None = None,
         **server_options: Any,
     ) -> None:
-        if max_sessions < 1 or max_pages < 1:
-            raise ValueError("max_sessions and max_pages must be positive")
+        if max_sessions < 1 or max_pages < 1 or not round_ttl > 0:
+            raise ValueError("max_sessions, max_pages and round_ttl must be positive")
         fixed = upstream
         per_session = callable(upstream) or isinstance(upstream, Server)  # a Server: a connection in memory each time
         connect: Connect = upstream if callable(upstream) and not isinstance(upstream, Server) else lambda: fixed  # type: ignore[assignment,return-value]
@@ -64,7 +67,13 @@ class Proxy(Server):
         self._user_lifespan = lifespan
         super().__init__(name, version, lifespan=self._connected, **server_options)
         self._remote = RemoteFeatures(
-            connect, options, self._registry, per_session=per_session, max_sessions=max_sessions, max_pages=max_pages
+            connect,
+            options,
+            self._registry,
+            per_session=per_session,
+            max_sessions=max_sessions,
+            max_pages=max_pages,
+            round_ttl=round_ttl,
         )
         self._registry.remote = self._remote
 

@@ -18,10 +18,15 @@ Each refetch is announced to the proxy's subscribers as a list change.
 * modern downstream requests, which have no session, share the *primary* link, opened
   when the proxy starts; so does everything when the upstream server is itself modern
   (stateless: nothing to keep apart), or when the proxy was built on a single transport
-  rather than a function making one.
+  rather than a function making one;
+* but a modern request that may ask (``tools/call``, ``prompts/get``, ``resources/read``)
+  of a legacy upstream server goes through the era bridge (:mod:`.bridge`) on a link lent
+  to it alone for the exchange, from a pool of idle links, so that the upstream server's
+  questions reach the right client, across its rounds.
 
-At most ``max_sessions`` upstream sessions are open besides the primary: past that a
-new downstream connection's requests are refused with -32603 and HTTP status 503.
+At most ``max_sessions`` upstream sessions are open besides the primary (per connection
+and lent ones together): past that a new downstream connection's requests, or a new
+exchange, are refused with -32603 and HTTP status 503.
 
 **Resource updates**: the primary link keeps one subscription upstream, for the lists and
 for every URI a downstream client subscribed to (at most :data:`MAX_WATCHED`, kept for
@@ -39,10 +44,12 @@ from typing import Any, Final
 from ..client.options import ClientOptions
 from ..protocol.eras import BY_NAME
 from ..protocol.errors import INTERNAL_ERROR, McpError
+from ..protocol.interactive import MRTR_METHODS
 from ..server.context import Call, Context
 from ..server.definitions.uri_template import UriTemplate
 from ..server.registry import Kind, Registry
 from ..server.session import Session
+from .bridge import Bridge
 from .link import Connect, Link
 
 __all__ = ["RemoteFeatures", "MAX_WATCHED"]
@@ -67,6 +74,7 @@ class RemoteFeatures:
         per_session: bool,
         max_sessions: int,
         max_pages: int,
+        round_ttl: float,
     ) -> None:
         self._connect = connect
         self._options = options
@@ -84,6 +92,10 @@ class RemoteFeatures:
         self._capabilities: dict[str, Any] = {}
         #: The tasks that open a session's link and close it when the session ends.
         self._tasks: set[asyncio.Future[None]] = set()
+        #: Links lent to exchanges (bridge.py): idle ones, and how many there are in all.
+        self._idle: list[Link] = []
+        self._lent = 0
+        self._bridge = Bridge(self._checkout, self._checkin, max_exchanges=max_sessions, ttl=round_ttl)
 
     # --- the proxy's life ------------------------------------------------------------------
 
@@ -109,10 +121,13 @@ class RemoteFeatures:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watcher
+        await self._bridge.close()
         for task in list(self._tasks):
             task.cancel()
         links = [fut.result() for fut in self._sessions.values() if fut.done() and not fut.cancelled() and not fut.exception()]
         self._sessions.clear()
+        links.extend(self._idle)
+        self._idle.clear()
         if self._primary is not None:
             links.append(self._primary)
             self._primary = None
@@ -142,8 +157,39 @@ class RemoteFeatures:
             self._rewatch.set()
 
     async def forward(self, ctx: Context, call: Call, method: str, params: Any) -> Any:
+        if call.policy.stateless and method in MRTR_METHODS and self._per_session and self._upstream_is_legacy():
+            return await self._bridge.forward(ctx, method, params)
         link = await self._link_for(ctx, call)
         return await link.forward(ctx, method, params)
+
+    def _upstream_is_legacy(self) -> bool:
+        primary = self._primary
+        upstream = BY_NAME.get(primary.client.era or "") if primary is not None else None
+        return upstream is not None and not upstream.stateless
+
+    async def _checkout(self) -> Link:
+        """A link for one exchange alone: an idle one, or a new one. Raises -32603
+        (503) past ``max_sessions``, and what opening it raises."""
+        while self._idle:
+            link = self._idle.pop()
+            if link.client.is_connected:
+                return link
+            self._lent -= 1
+            await link.close()
+        if self._lent + len(self._sessions) >= self._max_sessions:
+            raise McpError(INTERNAL_ERROR, "Service unavailable: the proxy has no upstream session to spare", status=503)
+        self._lent += 1
+        link = Link(self._connect, self._options, None)
+        try:
+            await link.open()
+        except BaseException:
+            self._lent -= 1
+            raise
+        return link
+
+    def _checkin(self, link: Link) -> None:
+        """An exchange is over: its link is idle again (closed when the proxy stops)."""
+        self._idle.append(link)
 
     # --- links ----------------------------------------------------------------------------
 
@@ -160,7 +206,7 @@ class RemoteFeatures:
             return primary
         pending = self._sessions.get(session)
         if pending is None:
-            if len(self._sessions) >= self._max_sessions:
+            if len(self._sessions) + self._lent >= self._max_sessions:
                 raise McpError(INTERNAL_ERROR, "Service unavailable: the proxy has no upstream session to spare", status=503)
             pending = self._sessions[session] = asyncio.get_running_loop().create_future()
             task = asyncio.ensure_future(self._open_for(session, pending, dict(ctx.client_capabilities)))

@@ -534,14 +534,14 @@ def mounted_context(ctx: Context, renamed: dict[str, Any], lifespan: Any) -> Con
     return inner
 
 
-async def relay_question(ctx: Context, method: str, params: dict[str, Any]) -> Result:
+async def relay_question(ctx: Context, method: str, params: dict[str, Any], *, key: str | None = None) -> Result:
     """Ask the client of ``ctx`` the question ``method`` (``elicitation/create``,
     ``sampling/createMessage``, ``roots/list``) with ``params`` as they are — another
     server's question relayed by a proxy — through the request's asker, as ``ctx.elicit``
-    and the others do: the same capability check (-32021), the same keys and deadlines.
-    Returns the typed answer; raises what those methods raise (``InputRequired`` in a
-    modern input round)."""
+    and the others do: the same capability check (-32021), the same keys (or ``key``) and
+    deadlines. Returns the typed answer; raises what those methods raise
+    (``InputRequired`` in a modern input round)."""
     kind = {ELICIT: "elicit", SAMPLE: "sample", LIST_ROOTS: "roots"}.get(method)
     if kind is None:
         raise ValueError(f"not a question to a client: {method!r}")
-    return await ctx._ask(kind, method, params, None, None)  # type: ignore[no-any-return]
+    return await ctx._ask(kind, method, params, key, None)  # type: ignore[no-any-return]

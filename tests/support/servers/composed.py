@@ -190,6 +190,17 @@ async def touch(title: str) -> str:
 
 
 @notes.tool
+async def wait(seconds: float) -> str:
+    """Waits (no time limit of its own: the parent's 30 s apply); a cancellation is recorded."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        cancelled.append(seconds)
+        raise
+    return "waited"
+
+
+@notes.tool
 def broken() -> str:
     raise RuntimeError("a secret")
 

@@ -163,3 +163,71 @@ async def test_a_proxy_whose_upstream_cannot_be_reached_does_not_start() -> None
 def test_bounds_are_checked() -> None:
     with pytest.raises(ValueError, match="positive"):
         Proxy(Server("x"), max_sessions=0)
+
+
+# --- the era bridge: a legacy server's questions to a modern client, across its rounds -------
+
+
+def legacy_upstream(cancelled: list[str]) -> Server:
+    up = upstream()
+
+    @up.tool
+    async def wait_for_answer(ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("answer?", {"type": "object", "properties": {"v": {"type": "string"}}})
+        except asyncio.CancelledError:
+            cancelled.append("wait_for_answer")
+            raise
+        return f"got {answer.content}"
+
+    return up
+
+
+def bridged(cancelled: list[str], **options: Any) -> Proxy:
+    up = legacy_upstream(cancelled)
+    return Proxy(lambda: ServerInMemory(up), client_options=ClientOptions(protocol_version=LEGACY, request_timeout=10), **options)
+
+
+async def test_a_legacy_servers_questions_become_a_modern_clients_rounds() -> None:
+    rounds: list[str] = []
+
+    def on_elicit(request: ElicitRequestParams) -> ElicitResult:
+        rounds.append(request.message)
+        return _answers(request)
+
+    async with client_of(bridged([]), MODERN, on_elicit=on_elicit) as client:
+        assert text_of(await client.call_tool("ask")) == "{'v': 'one'} {'v': 'two'}"
+        assert rounds == ["one?", "two?"]  # asked together upstream: one round each here
+        assert text_of(await client.call_tool("count")) == "1"  # a call that asks nothing: one round
+
+
+async def test_an_exchange_nobody_continues_expires_and_cancels_the_upstream_call() -> None:
+    cancelled: list[str] = []
+    proxy = bridged(cancelled, round_ttl=0.2)
+    async with client_of(proxy, MODERN, capabilities={"elicitation": {}}) as client:
+        first = await client.send_request("tools/call", {"name": "wait_for_answer", "arguments": {}})
+        assert first["resultType"] == "input_required"
+        assert [r["method"] for r in first["inputRequests"].values()] == ["elicitation/create"]
+        await until(lambda: cancelled == ["wait_for_answer"], what="the upstream call cancelled")
+        # a retry after that starts the upstream call again, answered with what it carries
+        again = await client.send_request(
+            "tools/call",
+            {
+                "name": "wait_for_answer",
+                "arguments": {},
+                "requestState": first["requestState"],
+                "inputResponses": {key: {"action": "accept", "content": {"v": "late"}} for key in first["inputRequests"]},
+            },
+        )
+        assert again["content"][0]["text"] == "got {'v': 'late'}"
+
+
+async def test_exchanges_are_bounded_by_the_upstream_sessions() -> None:
+    proxy = bridged([], max_sessions=1)
+    async with client_of(proxy, MODERN, capabilities={"elicitation": {}}) as client:
+        first = await client.send_request("tools/call", {"name": "wait_for_answer", "arguments": {}})
+        assert first["resultType"] == "input_required"
+        with pytest.raises(McpError) as caught:
+            await client.send_request("tools/call", {"name": "wait_for_answer", "arguments": {}})
+        assert caught.value.code == -32603
+        assert "Service unavailable" in caught.value.message
