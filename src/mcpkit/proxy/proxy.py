@@ -65,7 +65,13 @@ class Proxy(Server):
         connect: Connect = upstream if callable(upstream) and not isinstance(upstream, Server) else lambda: fixed  # type: ignore[assignment,return-value]
         options = client_options or ClientOptions(request_timeout=300.0, reset_timeout_on_progress=True)
         self._user_lifespan = lifespan
-        super().__init__(name, version, lifespan=self._connected, **server_options)
+
+        def connected(server: Server) -> contextlib.AbstractAsyncContextManager[Any]:
+            return self._connected(server)
+
+        if lifespan is not None:  # handlers may ask for its state by type, as on any Server
+            connected.__wrapped__ = lifespan  # type: ignore[attr-defined]
+        super().__init__(name, version, lifespan=connected, **server_options)
         self._remote = RemoteFeatures(
             connect,
             options,

@@ -231,3 +231,24 @@ async def test_exchanges_are_bounded_by_the_upstream_sessions() -> None:
             await client.send_request("tools/call", {"name": "wait_for_answer", "arguments": {}})
         assert caught.value.code == -32603
         assert "Service unavailable" in caught.value.message
+
+
+class State:
+    def __init__(self, note: str) -> None:
+        self.note = note
+
+
+async def test_the_proxys_own_lifespan_runs_inside_the_upstream_connection() -> None:
+    @contextlib.asynccontextmanager
+    async def life(server: Server) -> AsyncIterator[State]:
+        yield State("the proxy's state")
+
+    proxy = Proxy(upstream(), lifespan=life, client_options=ClientOptions(protocol_version=LEGACY))
+
+    @proxy.tool
+    def note(state: State) -> str:
+        return state.note
+
+    async with client_of(proxy, MODERN) as client:
+        assert text_of(await client.call_tool("note")) == "the proxy's state"
+        assert text_of(await client.call_tool("count")) == "1"
