@@ -3,7 +3,7 @@ server offers, reached by a :class:`~mcpkit.Client` (docs/howto/proxies.md).
 
 A proxy is an ordinary server — served over any transport, with its own tools,
 middleware, mounts and options — whose registry has a *remote* (:mod:`.remote`): the
-upstream server's features are listed after its own and every request for a name it
+upstream server's features are listed after its own (and its mounts') and every request for a name it
 does not have is forwarded on an upstream session (:mod:`.link`). It connects upstream
 in its lifespan: before serving its first client, it connects and lists, and it
 disconnects after the last.

@@ -10,7 +10,7 @@ implements :class:`Mounted`): its lookups (:meth:`Registry.route`), lists
 (:meth:`Registry.listed`), capabilities and scopes then take theirs in too, and their
 changes are announced as its own. A registry may also serve what another server offers
 over a transport (a :class:`Remote`, which :mod:`mcpkit.proxy` implements): listed after
-its own features, and asked for every name that neither it nor a mount has."""
+its own features and its mounts', and asked for every name that neither it nor a mount has."""
 
 from __future__ import annotations
 
@@ -329,12 +329,11 @@ class Registry:
         mounted server) is told its updates are wanted."""
         if uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates):
             return
-        if self.remote is not None and self.remote.has("resource", uri):
-            self.remote.watch(uri)
-            return
         routed = self.route("resource", uri) if self.mounts else None
         if routed is not None:
             routed[0].registry.watch(routed[1])
+        elif self.remote is not None and self.remote.has("resource", uri):
+            self.remote.watch(uri)
 
     # --- mounted servers (server/mount.py) ------------------------------------------------------
 
@@ -367,8 +366,8 @@ class Registry:
     def listed(self, kind: Kind) -> list[Any]:
         """The wire descriptions of the enabled features of ``kind``: this registry's
         own, then each mount's (the most recently mounted first) as the mount names
-        them, leaving out a name or URI already listed (the one listed is the one
-        served)."""
+        them, then the remote server's, leaving out a name or URI already listed (the
+        one listed is the one served)."""
         if kind == "tool":
             own: list[Any] = [t.tool for t in self.tools.values()]
         elif kind == "prompt":
@@ -377,9 +376,7 @@ class Registry:
             own = [r.resource for r in self.resources.values()]
         else:
             own = [t.template for t in self.templates]
-        if self.remote is not None:
-            own = [*own, *self.remote.listed(kind)]
-        if not self.mounts:
+        if not self.mounts and self.remote is None:
             return own
         seen = {_key(kind, item) for item in own}
         for mount in reversed(self.mounts):
@@ -388,6 +385,8 @@ class Registry:
                 if exposed is not None and _key(kind, exposed) not in seen:
                     seen.add(_key(kind, exposed))
                     own.append(exposed)
+        if self.remote is not None:  # the last resort of a call, so listed last
+            own.extend(item for item in self.remote.listed(kind) if _key(kind, item) not in seen)
         return own
 
     def reaches(self, other: Registry) -> bool:

@@ -252,3 +252,21 @@ async def test_the_proxys_own_lifespan_runs_inside_the_upstream_connection() -> 
     async with client_of(proxy, MODERN) as client:
         assert text_of(await client.call_tool("note")) == "the proxy's state"
         assert text_of(await client.call_tool("count")) == "1"
+
+
+async def test_a_name_the_proxy_also_has_is_listed_and_served_once_as_its_own() -> None:
+    proxy = Proxy(upstream(), client_options=ClientOptions(protocol_version=LEGACY))
+    mounted = Server("mounted")
+    mounted.tool(name="ask", description="the mount's")(lambda: "the mount's")
+    proxy.mount(mounted)
+
+    @proxy.tool(name="count")
+    def own_count() -> str:
+        return "the proxy's"
+
+    async with client_of(proxy, MODERN) as client:
+        tools = {tool.name: tool for tool in await client.list_all_tools()}
+        assert sorted(tools) == ["ask", "count"]  # the upstream's two are shadowed
+        assert tools["ask"].description == "the mount's"  # listed as served
+        assert text_of(await client.call_tool("count")) == "the proxy's"
+        assert text_of(await client.call_tool("ask")) == "the mount's"
