@@ -161,8 +161,9 @@ async def test_a_legacy_servers_question_to_a_modern_client_through_one_shared_t
 @pytest.mark.parametrize(("down", "up"), ALL_PAIRS)
 async def test_a_cancelled_call_is_cancelled_upstream(connect: Any, down: str, up: str) -> None:
     async with connect(down, up) as client:
+        assert text_of(await client.call_tool("hello"))  # the upstream session is open: the call below reaches it
         with pytest.raises(RequestTimeout):
-            await client.call_tool("notes.wait", {"seconds": 20.5}, timeout=0.5)
+            await client.call_tool("notes.wait", {"seconds": 20.5}, timeout=3)  # time enough to reach upstream
 
         async def cancelled() -> bool:  # long before the 20.5 s are up
             return "20.5" in text_of(await client.call_tool("weather_cancellations")).split(",")
