@@ -251,6 +251,53 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str)
     return OK
 
 
+@cli.command("proxy")
+@click.argument("target")
+@click.option("--http", "use_http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
+@click.option("--host", default=None, help="The address to listen on with --http.  [default: 127.0.0.1]")
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="The port to listen on with --http.  [default: 8000]")
+@click.option("--path", default="/mcp", show_default=True, help="The endpoint's path with --http.")
+@click.option("--era", type=_ERAS, default="auto", show_default=True,
+              help="The protocol era to speak to TARGET: probe (auto), modern (2026-07-28) or legacy (2025-11-25).")
+@click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'",
+              help="An HTTP header for a URL target: the proxy's own credentials (repeatable).")
+@click.option("--name", default="proxy", show_default=True, help="The proxy's server name.")
+@click.option("--shared", is_flag=True,
+              help="One upstream session for every client (default: one for each legacy client session).")
+def proxy_(target: str, use_http: bool, host: str | None, port: int | None, path: str, era: str,
+           headers: tuple[str, ...], name: str, shared: bool) -> int:  # fmt: skip
+    """Serve TARGET through a proxy, over stdio or over HTTP with --http.
+
+    TARGET is a server command (spawned over stdio; its stderr goes to this one's) or an
+    http(s):// URL, as for list and call. Both eras are served whatever TARGET speaks. A
+    client's credentials are never sent to TARGET: only the -H headers are.
+    """
+    from ..proxy.proxy import Proxy
+    from ..transports.stdio.process import StdioTransport
+
+    if not use_http and (host is not None or port is not None):
+        raise click.UsageError("--host and --port need --http")
+    try:
+        found = parse_target(target, _headers(headers))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
+    command = found.command
+
+    def connect() -> Any:
+        return found.transport() if command is None else StdioTransport(command, stderr="inherit")
+
+    options = dataclasses.replace(client_options(era, 300.0, None, None), reset_timeout_on_progress=True)  # type: ignore[arg-type]
+    server = Proxy(connect() if shared else connect, name, client_options=options)
+    if use_http:
+        host, port = host or "127.0.0.1", 8000 if port is None else port
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"mcpkit: serving a proxy of {target} at http://{shown}:{port}{path} (Ctrl-C stops)", err=True)
+        server.run("http", host=host, port=port, path=path)
+    else:
+        server.run()
+    return OK
+
+
 _WHAT = ("all", "tools", "resources", "templates", "prompts")
 
 

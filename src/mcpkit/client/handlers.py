@@ -97,6 +97,10 @@ class ServerMessages:
         ``McpError(unknown)`` if this client has no callback for ``method`` (it did not
         declare the capability), ``McpError(-32602)`` for params of the wrong shape, and
         whatever the callback raises."""
+        if method == LIST_ROOTS and self.options.on_roots is not None:
+            on_roots = self.options.on_roots
+            roots = await on_roots() if is_async_callable(on_roots) else await run_sync(on_roots)
+            return {"roots": [msgspec.to_builtins(root) for root in roots]}
         if method == LIST_ROOTS and self.roots is not None:
             return {"roots": msgspec.to_builtins(self.roots)}
         if method == ELICIT and self.options.on_elicit is not None:

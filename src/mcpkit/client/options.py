@@ -25,6 +25,7 @@ __all__ = [
     "ElicitHandler",
     "SampleHandler",
     "ListChangedHandler",
+    "RootsHandler",
 ]
 
 LogHandler = Callable[[str, Any, str | None], Awaitable[None] | None]
@@ -32,6 +33,8 @@ LogHandler = Callable[[str, Any, str | None], Awaitable[None] | None]
 ElicitHandler = Callable[[ElicitRequestParams], Any]
 #: ``on_list_changed(kind)``: ``"tools"``, ``"prompts"`` or ``"resources"`` changed (sync or async).
 ListChangedHandler = Callable[[str], Any]
+#: ``on_roots()``: the roots offered now, as ``Root`` objects or dicts (sync or async).
+RootsHandler = Callable[[], Any]
 #: ``on_sample(request)``: the model's answer, as a ``CreateMessageResult`` or a dict.
 SampleHandler = Callable[[CreateMessageParams], Any]
 NotificationCallback = Callable[[str, dict[str, Any]], None]
@@ -50,7 +53,8 @@ class ClientOptions:
     Answering the server (docs/interactive.md): ``on_elicit(ElicitRequestParams)`` and
     ``on_sample(CreateMessageParams)`` (sync callbacks run on a worker thread) return
     an ``ElicitResult`` / ``CreateMessageResult`` or the same as a dict; ``roots`` are
-    the roots offered. Setting one declares the matching capability (elicitation in
+    the roots offered, or ``on_roots()`` returns them each time the server asks (for a
+    client that relays another's, such as a proxy). Setting one declares the matching capability (elicitation in
     the ``elicitation_modes`` given; ``sampling.tools`` with ``sampling_tools``). In the
     modern era a request answered with ``input_required`` is retried with the answers,
     at most ``max_input_rounds`` times, all within the call's deadline.
@@ -99,6 +103,7 @@ class ClientOptions:
     on_event: EventHandler | None = None
     tasks: bool = True
     tracing: TracingOption = None
+    on_roots: RootsHandler | None = None  # last: the fields before it keep their positions
 
     def __post_init__(self) -> None:
         check_tracing(self.tracing)
@@ -124,7 +129,7 @@ class ClientOptions:
         those the callbacks and ``roots`` imply, and (``modern``) the tasks extension
         unless ``tasks`` is False."""
         caps = dict(self.capabilities)
-        if self.roots is not None:
+        if self.roots is not None or self.on_roots is not None:
             caps.setdefault("roots", {"listChanged": True})
         if self.on_elicit is not None:
             caps.setdefault("elicitation", {mode: {} for mode in self.elicitation_modes})

@@ -20,7 +20,7 @@ from .types import Cacheable, Result
 from .versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Era
 from .wire_errors import has_status, internal_error, legacy_status_error, modern_status_error
 
-__all__ = ["EraPolicy", "CachePolicy", "MODERN", "LEGACY"]
+__all__ = ["EraPolicy", "CachePolicy", "MODERN", "LEGACY", "BY_NAME"]
 
 
 class CachePolicy(Protocol):
@@ -145,3 +145,5 @@ class _Legacy(EraPolicy):
 
 MODERN: Final[EraPolicy] = _Modern()
 LEGACY: Final[EraPolicy] = _Legacy()
+#: Each era's policy by its name (what a peer's facts say: ``Client.era``).
+BY_NAME: Final[dict[str, EraPolicy]] = {MODERN.name: MODERN, LEGACY.name: LEGACY}

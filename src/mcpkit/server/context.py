@@ -30,6 +30,7 @@ it) and nothing of the dispatcher.
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any, Protocol
 
@@ -57,7 +58,7 @@ from ..runtime.outbound import DROP, Notifier, Outbound
 from ..runtime.peer import check_timeout
 from .interaction import Asker, ReplayAsker, content_converter, elicitation_schema, invalid_content
 
-__all__ = ["Context", "Call", "TaskHook", "LogLevel"]
+__all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context", "relay_question"]
 
 _RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 _log = logging.getLogger("mcpkit.server")
@@ -99,9 +100,7 @@ class Call:
 
     __slots__ = ("asker", "done", "outbound", "params_size", "policy", "session", "task", "tasked")
 
-    def __init__(
-        self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy, *, params_size: int = 0
-    ) -> None:
+    def __init__(self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy, *, params_size: int = 0) -> None:
         self.session = session
         self.params_size = params_size
         self.outbound = outbound
@@ -167,6 +166,7 @@ class Context:
         "_params",
         "_progress_token",
         "_raw_params",
+        "_renamed",
         "client_capabilities",
         "client_info",
         "era",
@@ -206,6 +206,7 @@ class Context:
         self.meta = meta
         self._raw_params = raw_params
         self._params: dict[str, Any] | None = None
+        self._renamed: dict[str, Any] | None = None
         # The dispatcher passes the Call it made for this request as the outbound (it
         # carries the session and the asker then); any other outbound gets a call of its own.
         self._call = outbound if isinstance(outbound, Call) else Call(session, outbound, asker, policy)
@@ -258,7 +259,8 @@ class Context:
         """
         if self._params is None:
             try:
-                self._params = _decode_params(self._raw_params) if self._raw_params else {}
+                params = _decode_params(self._raw_params) if self._raw_params else {}
+                self._params = {**params, **self._renamed} if self._renamed else params
             except msgspec.DecodeError as exc:  # ValidationError included
                 raise McpError(INVALID_PARAMS, f"Invalid params: {flatten_text(str(exc), 512)}") from None
             except RecursionError:
@@ -518,3 +520,28 @@ class Context:
             return False
         call.become_task(asker)
         return True
+
+
+def mounted_context(ctx: Context, renamed: dict[str, Any], lifespan: Any) -> Context:
+    """The Context a mounted server's handler and middleware see for the request ``ctx``
+    (server/mount.py): the same request, call, asker and ``state``, with the params
+    members in ``renamed`` as that server names them (``{"name": ...}`` or
+    ``{"uri": ...}``) and that server's lifespan state."""
+    inner = copy.copy(ctx)
+    inner._renamed = {**(ctx._renamed or {}), **renamed}
+    inner._params = None
+    inner._lifespan = lifespan
+    return inner
+
+
+async def relay_question(ctx: Context, method: str, params: dict[str, Any], *, key: str | None = None) -> Result:
+    """Ask the client of ``ctx`` the question ``method`` (``elicitation/create``,
+    ``sampling/createMessage``, ``roots/list``) with ``params`` as they are — another
+    server's question relayed by a proxy — through the request's asker, as ``ctx.elicit``
+    and the others do: the same capability check (-32021), the same keys (or ``key``) and
+    deadlines. Returns the typed answer; raises what those methods raise
+    (``InputRequired`` in a modern input round)."""
+    kind = {ELICIT: "elicit", SAMPLE: "sample", LIST_ROOTS: "roots"}.get(method)
+    if kind is None:
+        raise ValueError(f"not a question to a client: {method!r}")
+    return await ctx._ask(kind, method, params, key, None)  # type: ignore[no-any-return]

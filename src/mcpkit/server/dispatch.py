@@ -70,7 +70,7 @@ from .context import Call, Context
 from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, NoAsker, ReplayAsker
 from .lifespan import LifespanRunner
-from .registry import CallNext, Middleware, Registry
+from .registry import Registry, run_middleware
 from .session import Session
 
 __all__ = ["Dispatcher", "store_unavailable"]
@@ -211,7 +211,7 @@ class Dispatcher:
         )
         try:
             if registry.middleware:
-                result = await self._through_middleware(ctx, lambda: handler(registry, ctx, call, params))
+                result = await run_middleware(registry.middleware, ctx, lambda: handler(registry, ctx, call, params))
             else:
                 result = await handler(registry, ctx, call, params)
         except asyncio.CancelledError:
@@ -258,12 +258,6 @@ class Dispatcher:
         if isinstance(exc, StoreUnavailable):
             return store_unavailable(exc, method)
         return policy.wire_error(exc, method, expose=expose, limit=limit)
-
-    async def _through_middleware(self, ctx: Context, innermost: CallNext) -> Any:
-        chain = innermost
-        for mw in reversed(self.registry.middleware):
-            chain = _bind_middleware(mw, ctx, chain)
-        return await chain()
 
     def _resolve(self, method: str, head: RequestHead, session: Session) -> _Resolved:
         """The era of one request and who sent it. Raises -32022 for a modern version we
@@ -329,10 +323,3 @@ class Dispatcher:
         return DiscoverResult(
             supported_versions=self.supported_versions, capabilities=reg.modern_capabilities, instructions=self.instructions
         )
-
-
-def _bind_middleware(mw: Middleware, ctx: Context, nxt: CallNext) -> CallNext:
-    async def call() -> Any:
-        return await mw(ctx, nxt)
-
-    return call

@@ -3,12 +3,19 @@ middleware, the scopes they require — and how that changes while serving (remo
 hiding, bringing back, each change announced on the :class:`~.changes.ChangeHub`).
 The registration API (:mod:`.registration`) fills it with the definitions of
 :mod:`.definitions`; the dispatcher and the request handlers of :mod:`.features` read
-it, with the server's :class:`~.settings.Settings` and its task manager."""
+it, with the server's :class:`~.settings.Settings` and its task manager.
+
+A registry may have other servers' registries mounted in it (:mod:`.mount`, which
+implements :class:`Mounted`): its lookups (:meth:`Registry.route`), lists
+(:meth:`Registry.listed`), capabilities and scopes then take theirs in too, and their
+changes are announced as its own. A registry may also serve what another server offers
+over a transport (a :class:`Remote`, which :mod:`mcpkit.proxy` implements): listed after
+its own features and its mounts', and asked for every name that neither it nor a mount has."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -17,14 +24,19 @@ from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.tasks import TASKS_EXTENSION
 from ..stores.tasks import InMemoryTaskStore
 from .changes import ChangeHub
-from .context import Context
+from .context import Call, Context
 from .definitions.prompts import PromptDef
 from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
 from .settings import Settings
 from .tasks import TaskManager
 
-__all__ = ["Registry", "Middleware", "CallNext"]
+__all__ = ["Registry", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind"]
+
+T = TypeVar("T")
+#: What a registry offers, by kind: ``"tool"``, ``"prompt"``, ``"resource"`` (keyed by
+#: URI), ``"template"`` (keyed by URI template).
+Kind = str
 
 _LIST_OF = {"tool": "tools", "resource": "resources", "template": "resources", "prompt": "prompts"}
 
@@ -41,6 +53,94 @@ by raising, or change the result ``call_next()`` returns. What it raises is a pr
 error whatever the request: ``McpError`` as it is, any other exception as ``-32603``
 with a reference id (docs/errors.md). When the request is cancelled, the
 ``CancelledError`` comes out of ``call_next()``: let it propagate."""
+
+
+async def run_middleware(middleware: list[Middleware], ctx: Context, innermost: CallNext) -> Any:
+    """``innermost()`` run through ``middleware``, the first outermost: its result, or
+    what the chain raised. Cancellation propagates through every layer."""
+    chain = innermost
+    for mw in reversed(middleware):
+        chain = _bind(mw, ctx, chain)
+    return await chain()
+
+
+def _bind(mw: Middleware, ctx: Context, nxt: CallNext) -> CallNext:
+    async def call() -> Any:
+        return await mw(ctx, nxt)
+
+    return call
+
+
+class Mounted(Protocol):
+    """Another server's registry mounted in this one, with the rule that names its
+    features here (:class:`mcpkit.server.mount.Mount` implements it)."""
+
+    @property
+    def registry(self) -> Registry:
+        """The mounted server's registry (read live: what it offers now)."""
+        ...
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """Scopes every feature of the mount requires, besides its own."""
+        ...
+
+    def local(self, kind: Kind, key: str) -> str | None:
+        """The mounted server's own key for the key ``key`` names here (None: not one
+        of the mount's names)."""
+        ...
+
+    def expose(self, kind: Kind, item: Any) -> Any:
+        """The wire description ``item`` (a Tool, Prompt, Resource, ResourceTemplate)
+        as listed here: renamed, or None when it cannot be offered under the mount."""
+        ...
+
+    async def run(self, ctx: Context, renamed: dict[str, Any], inner: Callable[[Context], Awaitable[T]]) -> T:
+        """``inner`` run as the mounted server serves: with the Context its handlers
+        see (``renamed`` are the params members as it names them) and its middleware."""
+        ...
+
+    def list_changed(self, kind: str) -> None:
+        """The mounted server's list ``kind`` changed."""
+        ...
+
+    def resource_updated(self, uri: str) -> None:
+        """The mounted server's resource ``uri`` (its own URI) was updated."""
+        ...
+
+
+class Remote(Protocol):
+    """What another server offers, reached over a transport (:class:`mcpkit.Proxy`)."""
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The remote server's feature capabilities (tools, resources, prompts, ...)."""
+        ...
+
+    def listed(self, kind: Kind) -> list[Any]:
+        """The remote server's features of ``kind``, as last listed."""
+        ...
+
+    def has(self, kind: Kind, key: str) -> bool:
+        """Whether the remote server listed ``key`` of ``kind`` (a resource: a URI it
+        listed or one of its templates matches)."""
+        ...
+
+    def watch(self, uri: str) -> None:
+        """A client of this server subscribed to the remote resource ``uri``: its
+        updates are wanted from now on."""
+        ...
+
+    async def forward(self, ctx: Context, call: Call, method: str, params: Any) -> Any:
+        """The remote server's answer to ``method`` with ``params`` (the decoded params
+        struct), for the request ``ctx``: its result, or its error as an ``McpError``."""
+        ...
+
+
+def _key(kind: Kind, item: Any) -> str:
+    if kind in ("tool", "prompt"):
+        return str(item.name)
+    return str(item.uri if kind == "resource" else item.uri_template)
 
 
 class Registry:
@@ -65,6 +165,28 @@ class Registry:
         self.scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         #: Disabled features, by kind and key: out of every list and unknown to calls.
         self.disabled: dict[tuple[str, str], Any] = {}
+        #: Registries mounted in this one, in the order they were mounted (server/mount.py).
+        self.mounts: list[Mounted] = []
+        #: The mounts of this registry in others: told of its changes.
+        self.parents: list[Mounted] = []
+        #: The remote server this registry also serves (a proxy's), if any.
+        self.remote: Remote | None = None
+
+    # --- what changed, announced here and where this registry is mounted -------------------------
+
+    def announce(self, kind: str) -> None:
+        """The list ``kind`` (``tools``, ``prompts``, ``resources``) changed: its
+        subscribers are told, here and in every server this one is mounted in."""
+        self.hub.list_changed(kind)
+        for parent in self.parents:
+            parent.list_changed(kind)
+
+    def resource_updated(self, uri: str) -> None:
+        """The resource ``uri`` was updated: its subscribers are told, here and (under
+        its URI there) in every server this one is mounted in."""
+        self.hub.resource_updated(uri)
+        for parent in self.parents:
+            parent.resource_updated(uri)
 
     # --- registration -------------------------------------------------------------------------
 
@@ -81,7 +203,7 @@ class Registry:
                 raise ValueError(f"tool {td.name!r}: {exc}") from None
         self.tools[td.name] = td
         self._header_rules[td.name] = rules
-        self.hub.list_changed("tools")
+        self.announce("tools")
 
     def add_resource(self, rd: ResourceDef) -> None:
         """Offer the resource ``rd``. Raises ``ValueError`` for a duplicate URI."""
@@ -89,19 +211,19 @@ class Registry:
         if uri in self.resources:
             raise ValueError(f"a resource with URI {uri!r} is already registered")
         self.resources[uri] = rd
-        self.hub.list_changed("resources")
+        self.announce("resources")
 
     def add_template(self, td: TemplateDef) -> None:
         """Offer the resource template ``td`` (templates are matched in this order)."""
         self.templates.append(td)
-        self.hub.list_changed("resources")
+        self.announce("resources")
 
     def add_prompt(self, pd: PromptDef) -> None:
         """Offer the prompt ``pd``. Raises ``ValueError`` for a duplicate name."""
         if pd.prompt.name in self.prompts:
             raise ValueError(f"a prompt named {pd.prompt.name!r} is already registered")
         self.prompts[pd.prompt.name] = pd
-        self.hub.list_changed("prompts")
+        self.announce("prompts")
 
     # --- changing what is offered while serving -------------------------------------------------
 
@@ -126,7 +248,7 @@ class Registry:
             del table[key]
         if kind == "tool":
             self._header_rules.pop(key, None)
-        self.hub.list_changed(_LIST_OF[kind])
+        self.announce(_LIST_OF[kind])
 
     def set_enabled(self, kind: str, key: str, enabled: bool) -> None:
         """Enable or disable a feature; a disabled one is in no list and unknown to
@@ -154,15 +276,21 @@ class Registry:
             else:
                 item = table.pop(key)
             self.disabled[(kind, key)] = item
-        self.hub.list_changed(_LIST_OF[kind])
+        self.announce(_LIST_OF[kind])
 
     def scopes_for(self, method: str, params: Any) -> tuple[str, ...]:
         """The scopes the feature a request names requires: ``params`` is its decoded
-        ``{"name"}`` or ``{"uri"}``."""
-        if method == "tools/call":
-            return self.scopes.get(("tool", str(params.get("name"))), ())
-        if method == "prompts/get":
-            return self.scopes.get(("prompt", str(params.get("name"))), ())
+        ``{"name"}`` or ``{"uri"}``. A mounted feature requires its mount's scopes and
+        its own (server/mount.py)."""
+        if method in ("tools/call", "prompts/get"):
+            kind, key = ("tool" if method == "tools/call" else "prompt"), str(params.get("name"))
+            if key in (self.tools if kind == "tool" else self.prompts) or not self.mounts:
+                return self.scopes.get((kind, key), ())
+            routed = self.route(kind, key)
+            if routed is None:
+                return ()
+            mount, local = routed
+            return _union(mount.scopes, mount.registry.scopes_for(method, {"name": local}))
         if method in ("resources/read", "resources/subscribe"):
             uri = str(params.get("uri"))
             if uri in self.resources:
@@ -170,19 +298,113 @@ class Registry:
             for t in self.templates:
                 if t.uri_template.match(uri) is not None:
                     return self.scopes.get(("resource", t.template.uri_template), ())
+            routed = self.route("resource", uri) if self.mounts else None
+            if routed is not None:
+                mount, local = routed
+                return _union(mount.scopes, mount.registry.scopes_for(method, {"uri": local}))
         return ()
 
+    def has_scopes(self) -> bool:
+        """Whether some feature, here or mounted, requires scopes."""
+        return bool(self.scopes) or any(m.scopes or m.registry.has_scopes() for m in self.mounts)
+
+    def all_scopes(self) -> set[str]:
+        """Every scope some feature, here or mounted, requires."""
+        found = {scope for scopes in self.scopes.values() for scope in scopes}
+        for mount in self.mounts:
+            found |= set(mount.scopes) | mount.registry.all_scopes()
+        return found
+
     def knows_resource(self, uri: str) -> bool:
-        """Whether ``uri`` is a registered resource or matches a template."""
-        return uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates)
+        """Whether ``uri`` is a registered resource or matches a template (here or in a
+        mounted server)."""
+        if uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates):
+            return True
+        if self.remote is not None and self.remote.has("resource", uri):
+            return True
+        return bool(self.mounts) and self.route("resource", uri) is not None
+
+    def watch(self, uri: str) -> None:
+        """A client subscribed to ``uri``: a remote server that offers it (here or in a
+        mounted server) is told its updates are wanted."""
+        if uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates):
+            return
+        routed = self.route("resource", uri) if self.mounts else None
+        if routed is not None:
+            routed[0].registry.watch(routed[1])
+        elif self.remote is not None and self.remote.has("resource", uri):
+            self.remote.watch(uri)
+
+    # --- mounted servers (server/mount.py) ------------------------------------------------------
+
+    def has(self, kind: Kind, key: str) -> bool:
+        """Whether this registry, or one mounted in it, offers ``key`` of ``kind``
+        (a resource: a URI it can read; a template: its URI template)."""
+        if kind == "tool":
+            found = key in self.tools
+        elif kind == "prompt":
+            found = key in self.prompts
+        elif kind == "resource":
+            return self.knows_resource(key)
+        else:
+            found = any(t.template.uri_template == key for t in self.templates)
+        if not found and self.remote is not None:
+            found = self.remote.has(kind, key)
+        return found or (bool(self.mounts) and self.route(kind, key) is not None)
+
+    def route(self, kind: Kind, key: str) -> tuple[Mounted, str] | None:
+        """The mount that offers ``key`` of ``kind`` under this registry's names, and
+        its own key for it; the most recently mounted first. None if no mount does (the
+        registry's own features are not looked at: they come first, and their caller
+        looked already)."""
+        for mount in reversed(self.mounts):
+            local = mount.local(kind, key)
+            if local is not None and mount.registry.has(kind, local):
+                return mount, local
+        return None
+
+    def listed(self, kind: Kind) -> list[Any]:
+        """The wire descriptions of the enabled features of ``kind``: this registry's
+        own, then each mount's (the most recently mounted first) as the mount names
+        them, then the remote server's, leaving out a name or URI already listed (the
+        one listed is the one served)."""
+        if kind == "tool":
+            own: list[Any] = [t.tool for t in self.tools.values()]
+        elif kind == "prompt":
+            own = [p.prompt for p in self.prompts.values()]
+        elif kind == "resource":
+            own = [r.resource for r in self.resources.values()]
+        else:
+            own = [t.template for t in self.templates]
+        if not self.mounts and self.remote is None:
+            return own
+        seen = {_key(kind, item) for item in own}
+        for mount in reversed(self.mounts):
+            for item in mount.registry.listed(kind):
+                exposed = mount.expose(kind, item)
+                if exposed is not None and _key(kind, exposed) not in seen:
+                    seen.add(_key(kind, exposed))
+                    own.append(exposed)
+        if self.remote is not None:  # the last resort of a call, so listed last
+            own.extend(item for item in self.remote.listed(kind) if _key(kind, item) not in seen)
+        return own
+
+    def reaches(self, other: Registry) -> bool:
+        """Whether ``other`` is this registry or mounted in it, at any depth."""
+        return other is self or any(mount.registry.reaches(other) for mount in self.mounts)
 
     # --- reading ------------------------------------------------------------------------------
 
     def header_rules(self, tool: str) -> HeaderRules:
         """The ``x-mcp-header`` annotations of a registered tool, computed once at
         registration (empty for an unknown tool: nothing is kept for names a client
-        makes up)."""
-        return self._header_rules.get(tool) or {}
+        makes up); a mounted tool's are its server's."""
+        rules = self._header_rules.get(tool)
+        if rules is None and self.mounts:
+            routed = self.route("tool", tool)
+            if routed is not None:
+                return routed[0].registry.header_rules(routed[1])
+        return rules or {}
 
     def page(self, items: list[Any], cursor: str | None) -> tuple[list[Any], str | None]:
         """One page of ``items`` from ``cursor``, and the next page's cursor (None at the
@@ -204,6 +426,12 @@ class Registry:
             caps["prompts"] = {"listChanged": True}
         if self.completions or self.prompts or self.templates:
             caps["completions"] = {}
+        if self.remote is not None:
+            for name, value in self.remote.capabilities.items():
+                caps.setdefault(name, value)
+        for mount in self.mounts:  # what a mounted server offers is offered here
+            for name, value in mount.registry.capabilities.items():
+                caps.setdefault(name, value)
         return caps
 
     @property
@@ -211,7 +439,15 @@ class Registry:
         """:attr:`capabilities`, plus the extensions of the 2026-07-28 era: tasks, when a
         tool runs as one (docs/tasks.md)."""
         caps = self.capabilities
-        tools = [*self.tools.values(), *(td for (kind, _), td in self.disabled.items() if kind == "tool")]
-        if any(td.task is not None for td in tools):
+        if self.runs_tasks():
             caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
+
+    def runs_tasks(self) -> bool:
+        """Whether a tool, here or mounted, enabled or not, may run as a task."""
+        tools = [*self.tools.values(), *(td for (kind, _), td in self.disabled.items() if kind == "tool")]
+        return any(td.task is not None for td in tools) or any(m.registry.runs_tasks() for m in self.mounts)
+
+
+def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*first, *second)))

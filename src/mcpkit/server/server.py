@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -36,6 +36,7 @@ from .changes import ChangeHub, Subscriber
 from .dispatch import Dispatcher
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
+from .mount import Mount
 from .registration import Registration
 from .registry import CallNext, Middleware, Registry
 from .session import Session
@@ -186,6 +187,30 @@ class Server(Registration):
                 self._dispatcher.serve, tracing, lambda: MODERN in settings.policies
             )
 
+    # --- composition (docs/howto/compose.md) --------------------------------------------
+
+    def mount(self, server: Server, prefix: str | None = None, *, separator: str = "_", scopes: Sequence[str] = ()) -> None:
+        """Offer ``server``'s tools, prompts, resources and templates as this server's,
+        live: what it registers or removes later is offered or withdrawn here too, and
+        this server's clients are told. Under a ``prefix``, tools and prompts are named
+        ``{prefix}{separator}{name}`` and URIs get the prefix as their first path
+        segment (``notes://today`` -> ``notes://work/today``); without one they keep
+        their names. This server's own features come first, then the most recently
+        mounted server's. ``scopes`` are OAuth scopes every mounted feature requires
+        besides its own. ``server``'s middleware runs inside this server's around the
+        requests it serves, its lifespan within this one's, its tool time limit before
+        this one's (docs/howto/compose.md says it all).
+
+        Raises ``ValueError`` for a prefix other than letters, digits, ``_``, ``-`` and
+        ``.``, an empty separator, or a circle (``server`` is this one or has it
+        mounted); ``RuntimeError`` for a ``server`` with a lifespan while this one is
+        running (mount it before serving)."""
+        if not isinstance(server, Server):
+            raise TypeError(f"mount() takes a Server, not {type(server).__name__}")
+        Mount(self._registry, server._registry, server._lifespan, prefix=prefix, separator=separator, scopes=scopes).attach(
+            self._lifespan
+        )
+
     # --- authorization (docs/auth.md) --------------------------------------------------
 
     def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:
@@ -196,7 +221,7 @@ class Server(Registration):
     def request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
         """:meth:`scopes_for` of a received request, from its head (the transports' form:
         the ``RequestHandler`` protocol). Never raises."""
-        if not self._registry.scopes or request.method not in _SCOPED_METHODS:
+        if request.method not in _SCOPED_METHODS or not self._registry.has_scopes():
             return ()
         named = request.head.named()
         if named is None:
@@ -205,7 +230,7 @@ class Server(Registration):
 
     def all_scopes(self) -> set[str]:
         """Every scope some feature requires."""
-        return {scope for scopes in self._registry.scopes.values() for scope in scopes}
+        return self._registry.all_scopes()
 
     # --- what connections hear, and the lifespan (docs/subscriptions.md) -----------------
 
@@ -213,7 +238,7 @@ class Server(Registration):
         """Tell every client subscribed to ``uri`` — on this process and, through the
         subscription bus, on every other — that it changed (``notifications/resources/
         updated``). Returns at once; delivery is in the background, in order per client."""
-        self._registry.hub.resource_updated(uri)
+        self._registry.resource_updated(uri)
 
     def connect(self, session: Session, outbound: Outbound) -> Callable[[], Awaitable[None]]:
         """A transport's legacy connection can carry server-initiated messages through

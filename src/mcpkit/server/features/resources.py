@@ -4,6 +4,8 @@ becomes contents are :mod:`mcpkit.server.definitions.resources`'s."""
 
 from __future__ import annotations
 
+import msgspec
+
 from ...protocol.errors import INVALID_PARAMS, McpError, echo, flatten_text
 from ...protocol.types import (
     CursorParams,
@@ -14,21 +16,21 @@ from ...protocol.types import (
 )
 from ..context import Call, Context
 from ..definitions.resources import check_length, is_valid_uri, to_contents
-from ..registry import Registry
+from ..registry import Mounted, Registry
 
 __all__ = ["list_resources", "list_templates", "read_resource"]
 
 
 async def list_resources(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListResourcesResult:
     """One page of the enabled resources. Raises -32602 for a cursor that is not ours."""
-    page, nxt = reg.page([r.resource for r in reg.resources.values()], params.cursor)
+    page, nxt = reg.page(reg.listed("resource"), params.cursor)
     return ListResourcesResult(resources=page, next_cursor=nxt)
 
 
 async def list_templates(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListResourceTemplatesResult:
     """One page of the enabled resource templates. Raises -32602 for a cursor that is
     not ours."""
-    page, nxt = reg.page([t.template for t in reg.templates], params.cursor)
+    page, nxt = reg.page(reg.listed("template"), params.cursor)
     return ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
 
@@ -36,7 +38,8 @@ async def read_resource(reg: Registry, ctx: Context, call: Call, params: ReadRes
     """The contents of the resource ``params.uri`` names, or of the first template it
     matches. Raises -32602 (``data: {"uri"}``) for a malformed, unknown or too long URI
     (``max_uri_length``), and what the handler raised; cancellation propagates (a plain
-    ``def`` handler runs on to its end)."""
+    ``def`` handler runs on to its end). A mounted server's resource is read by the
+    same code on its registry, with its own URI."""
     uri = params.uri
     check_length(uri, reg.settings.max_uri_length)
     if not is_valid_uri(uri):
@@ -51,8 +54,29 @@ async def read_resource(reg: Registry, ctx: Context, call: Call, params: ReadRes
                 handler, kwargs, mime = td.handler, found, td.template.mime_type
                 break
         else:
+            routed = reg.route("resource", uri) if reg.mounts else None
+            if routed is not None:
+                return await _read_mounted(routed, ctx, call, params)
+            if reg.remote is not None:
+                return await reg.remote.forward(ctx, call, "resources/read", params)  # type: ignore[no-any-return]
             # -32602 in both eras: 2026-07-28 requires it, and the conformance suite
             # grades the legacy -32002 as a warning for every revision (docs/errors.md).
             raise McpError(INVALID_PARAMS, "Resource not found", {"uri": echo(uri)})
     value = await handler(ctx, dict(kwargs))
     return ReadResourceResult(contents=to_contents(value, uri, mime))
+
+
+async def _read_mounted(routed: tuple[Mounted, str], ctx: Context, call: Call, params: ReadResourceParams) -> ReadResourceResult:
+    """:func:`read_resource` on the mounted server ``routed`` names, with its own URI;
+    its contents of that URI come back under the URI the client read."""
+    mount, local = routed
+    inner = msgspec.structs.replace(params, uri=local)
+    result = await mount.run(ctx, {"uri": local}, lambda c: read_resource(mount.registry, c, call, inner))
+    return _relocated(result, local, params.uri)
+
+
+def _relocated(result: ReadResourceResult, local: str, public: str) -> ReadResourceResult:
+    """A mounted server's contents of ``local``, as the URI the client read: each
+    content whose ``uri`` is ``local`` gets ``public``."""
+    contents = [msgspec.structs.replace(c, uri=public) if c.uri == local else c for c in result.contents]
+    return msgspec.structs.replace(result, contents=contents)

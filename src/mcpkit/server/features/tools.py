@@ -1,23 +1,28 @@
 """The ``tools/list`` and ``tools/call`` requests. A registered tool and calling it are
 :mod:`mcpkit.server.definitions.tool_def`'s; a task tool's call is handed to the
-server's task manager (:mod:`mcpkit.server.tasks`)."""
+server's task manager (:mod:`mcpkit.server.tasks`). A tool of a mounted server is
+called by the same code on that server's registry (:mod:`mcpkit.server.mount`), its
+task kept by the task manager of the server the request came to."""
 
 from __future__ import annotations
 
 from collections.abc import Coroutine
 from typing import Any
 
+import msgspec
+
 from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ...protocol.types import CallToolParams, CallToolResult, CursorParams, ListToolsResult, Result
 from ..context import Call, Context
 from ..registry import Registry
+from ..tasks import TaskManager
 
 __all__ = ["list_tools", "call_tool"]
 
 
 async def list_tools(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListToolsResult:
     """One page of the enabled tools. Raises -32602 for a cursor that is not ours."""
-    page, nxt = reg.page([t.tool for t in reg.tools.values()], params.cursor)
+    page, nxt = reg.page(reg.listed("tool"), params.cursor)
     return ListToolsResult(tools=page, next_cursor=nxt)
 
 
@@ -26,21 +31,39 @@ async def call_tool(reg: Registry, ctx: Context, call: Call, params: CallToolPar
     call became a task. Raises -32602 for an unknown tool or invalid arguments, and
     what the tool raised on purpose (``McpError``, an HTTP status). Cancellation
     cancels the tool (not a task it became: ``tasks/cancel`` does that)."""
-    td = reg.tools.get(params.name)
-    if td is None:
-        raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
     settings = reg.settings
+    return await _call(reg, reg.tasks, settings.tool_timeout, settings.mask_tool_errors, ctx, call, params)
+
+
+async def _call(
+    reg: Registry,
+    tasks: TaskManager,
+    timeout: float | None,
+    mask: bool,
+    ctx: Context,
+    call: Call,
+    params: CallToolParams,
+) -> Result:
+    """:func:`call_tool` on ``reg``, a tool of a mounted server on its registry:
+    ``timeout`` and ``mask`` are what the servers it was mounted in say."""
+    td = reg.tools.get(params.name)
+    settings = reg.settings
+    if td is None:
+        routed = reg.route("tool", params.name) if reg.mounts else None
+        if routed is None:
+            if reg.remote is not None:  # a proxy's: the remote server knows its tools, or says it does not
+                return await reg.remote.forward(ctx, call, "tools/call", params)  # type: ignore[no-any-return]
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
+        mount, name = routed
+        inner, local = mount.registry, msgspec.structs.replace(params, name=name)
+        nearest = inner.settings.tool_timeout if inner.settings.tool_timeout is not None else timeout
+        masked = mask or inner.settings.mask_tool_errors
+        return await mount.run(ctx, {"name": name}, lambda c: _call(inner, tasks, nearest, masked, c, call, local))
 
     def run() -> Coroutine[Any, Any, CallToolResult]:
-        return td.call(
-            params.arguments or {},
-            ctx,
-            mask=settings.mask_tool_errors,
-            limit=settings.max_error_text,
-            timeout=settings.tool_timeout,
-        )
+        return td.call(params.arguments or {}, ctx, mask=mask, limit=settings.max_error_text, timeout=timeout)
 
     if td.task is not None:  # it may run as a task (server/tasks.py): bad arguments fail the call, not a task
         td.check_arguments(params.arguments or {}, settings.max_error_text)
-        return await reg.tasks.call_tool(td.task, td.name, ctx, call, run)
+        return await tasks.call_tool(td.task, td.name, ctx, call, run)
     return await run()

@@ -136,6 +136,9 @@ class HttpSession:
         discard = getattr(self.store, "discard_session", None)
         if ended and callable(discard):
             discard(self.id)
+        end = getattr(self.server_session, "end", None)
+        if ended and callable(end):  # the server's state of the connection hears it is gone (a proxy's upstream session)
+            end()
 
     def close_standalone(self) -> None:
         """End the session's GET stream, if it has one (the server is shutting down). A

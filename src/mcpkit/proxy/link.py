@@ -1,0 +1,199 @@
+"""One connection of a proxy to the server behind it: a :class:`~mcpkit.Client` whose
+callbacks relay the upstream server's questions and messages to the downstream request
+that caused them.
+
+A :class:`Link` forwards a downstream request (:meth:`Link.forward`) as the typed call of
+its method, relaying progress to the downstream request's progress token. While the call
+runs, the downstream :class:`~mcpkit.Context` is the link's *current* request: in a
+context variable of the forwarding task, and in the link's list of requests in flight.
+What the upstream server starts is relayed to it:
+
+* a question (elicitation, sampling, roots) goes to the request it belongs to —
+  the context variable's when the question comes from an input round of the modern era
+  (the Client answers those in the calling task), else the most recent request in flight
+  (a legacy server's request, which the Client answers on its reader's task) — through
+  the downstream request's own asker (:func:`~mcpkit.server.context.relay_question`): a
+  real request to a legacy client, an input round for a modern one;
+* a link lent to an :class:`Asking` exchange (:mod:`.bridge`: a legacy server's call for
+  a modern client, held between the client's rounds) hands every question to it, and
+  sends progress and log messages to its current round;
+* a log message goes to the most recent request in flight, filtered by the level its
+  client chose; with no request in flight it is dropped (a proxy has no connection-wide
+  way back in the modern era);
+* a cancelled downstream request cancels the forwarding task, and the Client cancels the
+  upstream request on the wire.
+
+Errors cross as they are: an upstream ``McpError`` is raised unchanged (code, message,
+data), so the dispatcher sends it on as such; a local failure (the upstream gone, its
+deadline) is the dispatcher's generic -32603.
+
+The link's Client is the proxy's: its credentials, its transport. Nothing of the
+downstream request's authorization (its bearer token) is ever put on it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from ..client.client import Client
+from ..client.options import ClientOptions
+from ..protocol.eras import BY_NAME
+from ..protocol.errors import INTERNAL_ERROR, McpError
+from ..protocol.interactive import ELICIT, LIST_ROOTS, SAMPLE, CreateMessageParams, ElicitRequestParams
+from ..protocol.types import CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, Root
+from ..server.context import Context, relay_question
+from ..transports.base import Servable, Transport
+
+__all__ = ["Link", "Connect", "Asking", "mirrored_options"]
+
+#: What a proxy connects with: a function returning a fresh transport (or a Server, in
+#: memory) for each upstream session.
+Connect = Callable[[], Transport | Servable]
+
+class Asking(Protocol):
+    """The exchange a link is lent to (:class:`~.bridge.Exchange`): every question the
+    link receives is its call's."""
+
+    @property
+    def ctx(self) -> Context:
+        """The downstream request of the exchange's current round."""
+        ...
+
+    async def ask(self, method: str, params: dict[str, Any]) -> Any:
+        """The client's answer to the upstream question, at its next round."""
+        ...
+
+
+_CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("mcpkit_proxy_request", default=None)
+
+
+def mirrored_options(base: ClientOptions, capabilities: dict[str, Any] | None) -> dict[str, bool | tuple[str, ...]]:
+    """Which questions a link answers: those the downstream client's ``capabilities``
+    declare (all of them for a link shared by every client, ``capabilities`` None), as
+    ``elicit``, ``sample``, ``roots`` flags and the elicitation modes."""
+    if capabilities is None:
+        return {"elicit": True, "sample": True, "roots": True, "modes": ("form", "url")}
+    elicitation = capabilities.get("elicitation")
+    modes = tuple(mode for mode in ("form", "url") if isinstance(elicitation, dict) and mode in elicitation) or ("form",)
+    return {
+        "elicit": isinstance(elicitation, dict),
+        "sample": isinstance(capabilities.get("sampling"), dict),
+        "roots": isinstance(capabilities.get("roots"), dict),
+        "modes": modes,
+    }
+
+
+class Link:
+    """One upstream session (see the module's docstring). ``capabilities`` are the
+    downstream client's, mirrored upstream (None: a link every downstream client shares,
+    declaring every question it can relay)."""
+
+    def __init__(self, connect: Connect, options: ClientOptions, capabilities: dict[str, Any] | None) -> None:
+        wants = mirrored_options(options, capabilities)
+        self.active: list[Context] = []
+        #: The exchange this link is lent to (bridge.py), if any.
+        self.exchange: Asking | None = None
+        self.client = Client(
+            connect(),
+            dataclasses.replace(
+                options,
+                on_elicit=self._elicit if wants["elicit"] else None,
+                on_sample=self._sample if wants["sample"] else None,
+                on_roots=self._roots if wants["roots"] else None,
+                elicitation_modes=wants["modes"],  # type: ignore[arg-type]
+                on_log=self._log,
+                log_level=options.log_level or "debug",
+            ),
+        )
+
+    async def open(self) -> None:
+        """Connect and agree on an era with the upstream server. Raises what
+        :meth:`Client.connect` raises."""
+        await self.client.connect()
+
+    async def close(self) -> None:
+        """Disconnect (requests in flight fail with ``ConnectionClosed``)."""
+        await self.client.close()
+
+    # --- forwarding --------------------------------------------------------------------
+
+    async def forward(self, ctx: Context, method: str, params: Any) -> Any:
+        """The upstream server's answer to the downstream request ``ctx`` for ``method``
+        with the decoded ``params``. Raises the upstream ``McpError`` as it is, and the
+        Client's local errors; cancellation cancels the upstream request."""
+        token = _CURRENT.set(ctx)
+        self.active.append(ctx)
+        try:
+            return await self.forward_for(lambda: ctx, method, params)
+        finally:
+            self.active.remove(ctx)
+            _CURRENT.reset(token)
+
+    async def forward_for(self, ctx_of: Callable[[], Context], method: str, params: Any) -> Any:
+        """:meth:`forward`, its progress reported to the request ``ctx_of()`` names at
+        the time (an exchange's current round); raises as :meth:`forward` does."""
+        client = self.client
+        if isinstance(params, CallToolParams):
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                await ctx_of().report_progress(done, total, message)
+
+            return await client.call_tool(params.name, params.arguments, on_progress=progress)
+        if isinstance(params, GetPromptParams):
+            return await client.get_prompt(params.name, params.arguments)
+        if isinstance(params, ReadResourceParams):
+            return await client.read_resource(params.uri)
+        if isinstance(params, CompleteParams):
+            ref = {k: v for k, v in msgspec.to_builtins(params.ref).items() if v is not None}
+            context = params.context.arguments if params.context is not None else None
+            return await client.complete(ref, params.argument.name, params.argument.value, context=context)
+        raise McpError(INTERNAL_ERROR, f"a proxy does not forward {method}")
+
+    # --- what the upstream server starts ------------------------------------------------
+
+    def _asking(self) -> Context:
+        """The downstream request an upstream question belongs to. Raises -32603 when
+        none is in flight, and when a legacy upstream server asks a modern client
+        (bridging that needs state kept between the client's rounds: not yet built)."""
+        ctx = _CURRENT.get()
+        if ctx is not None:
+            return ctx
+        if not self.active:
+            raise McpError(INTERNAL_ERROR, "The proxy has no request in progress to ask this of")
+        ctx = self.active[-1]
+        if BY_NAME[ctx.era].stateless:  # only a link lent to an exchange can (bridge.py)
+            raise McpError(INTERNAL_ERROR, "The proxy cannot relay a legacy server's question to a 2026-07-28 client here")
+        return ctx
+
+    async def _question(self, method: str, params: dict[str, Any]) -> Any:
+        if self.exchange is not None:
+            return await self.exchange.ask(method, params)
+        return await relay_question(self._asking(), method, params)
+
+    async def _elicit(self, request: ElicitRequestParams) -> Any:
+        return await self._question(ELICIT, _params(request))
+
+    async def _sample(self, request: CreateMessageParams) -> Any:
+        return await self._question(SAMPLE, _params(request))
+
+    async def _roots(self) -> list[Root]:
+        answer = await self._question(LIST_ROOTS, {})
+        return list(getattr(answer, "roots", []))
+
+    async def _log(self, level: str, data: Any, logger: str | None) -> None:
+        if self.exchange is not None:
+            await self.exchange.ctx.log(level, data, logger=logger)  # type: ignore[arg-type]
+            return
+        ctx = _CURRENT.get() or (self.active[-1] if self.active else None)
+        if ctx is not None:
+            await ctx.log(level, data, logger=logger)  # type: ignore[arg-type]
+
+
+def _params(request: msgspec.Struct) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(request)
+    return out
