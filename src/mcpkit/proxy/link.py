@@ -44,7 +44,7 @@ from ..client.client import Client
 from ..client.options import ClientOptions
 from ..protocol.eras import BY_NAME
 from ..protocol.errors import INTERNAL_ERROR, McpError
-from ..protocol.interactive import ELICIT, LIST_ROOTS, SAMPLE, CreateMessageParams, ElicitRequestParams
+from ..protocol.interactive import ELICIT, LIST_ROOTS, SAMPLE, CreateMessageParams, ElicitRequestParams, missing_capability
 from ..protocol.types import CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, Root
 from ..server.context import Context, relay_question
 from ..transports.base import Servable, Transport
@@ -172,6 +172,11 @@ class Link:
 
     async def _question(self, method: str, params: dict[str, Any]) -> Any:
         if self.exchange is not None:
+            # Put to the client at its next round: one it cannot answer is refused to the
+            # upstream server here (-32021), and the client's call goes on.
+            missing = missing_capability(self.exchange.ctx.client_capabilities, method, params)
+            if missing is not None:
+                raise missing
             return await self.exchange.ask(method, params)
         return await relay_question(self._asking(), method, params)
 

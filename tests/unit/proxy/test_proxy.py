@@ -201,6 +201,25 @@ async def test_a_legacy_servers_questions_become_a_modern_clients_rounds() -> No
         assert text_of(await client.call_tool("count")) == "1"  # a call that asks nothing: one round
 
 
+async def test_a_question_the_modern_client_cannot_answer_is_refused_upstream_and_the_call_goes_on() -> None:
+    """A legacy server asks for roots in the middle of a call (as server-everything does on
+    its own) of a modern client that declared no roots: the server is told -32021, and the
+    client's call is answered, not failed by a question it never could have answered."""
+    up = upstream()
+
+    @up.tool
+    async def roots_if_any(ctx: Context) -> str:
+        try:
+            roots = await ctx.list_roots()
+        except McpError as exc:
+            return f"refused {exc.code}"
+        return f"{len(roots)} roots"
+
+    proxy = Proxy(lambda: ServerInMemory(up), client_options=ClientOptions(protocol_version=LEGACY, request_timeout=10))
+    async with client_of(proxy, MODERN) as client:
+        assert text_of(await client.call_tool("roots_if_any")) == "refused -32021"
+
+
 async def test_an_exchange_nobody_continues_expires_and_cancels_the_upstream_call() -> None:
     cancelled: list[str] = []
     proxy = bridged(cancelled, round_ttl=0.2)
