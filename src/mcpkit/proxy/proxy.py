@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
 from ..client.options import ClientOptions
 from ..server.lifespan import Lifespan
@@ -82,15 +82,6 @@ class Proxy(Server):
             round_ttl=round_ttl,
         )
         self._registry.remote = self._remote
-
-    def run(self, transport: Literal["stdio", "http"] = "stdio", **options: Any) -> None:
-        """:meth:`Server.run`; over HTTP on asyncio's own event loop unless
-        ``uvicorn_options`` name another (a spawned upstream's pipes need it)."""
-        if transport == "http":
-            uvicorn_options = dict(options.pop("uvicorn_options", None) or {})
-            uvicorn_options.setdefault("loop", "asyncio")
-            options["uvicorn_options"] = uvicorn_options
-        super().run(transport, **options)
 
     @contextlib.asynccontextmanager
     async def _connected(self, server: Server) -> AsyncIterator[Any]:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from ...protocol.errors import ConnectionClosed, flatten_text
 from ...protocol.framing import NEWLINE, LineFramer
@@ -215,12 +215,15 @@ class StdioTransport:
             start_new_session=False,
         )
         self._proc = proc
-        stdin = proc.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
+        # asyncio's pipe transports, or an event loop's own with the same methods (uvloop's
+        # do not derive from asyncio's classes, so nothing here checks the class).
+        stdin = cast("asyncio.WriteTransport | None", proc.get_pipe_transport(0))
+        stdout = cast("asyncio.ReadTransport | None", proc.get_pipe_transport(1))
+        if stdin is None or stdout is None:  # not with PIPE asked for both; an event loop's bug
+            proc.kill()
+            raise OSError("the event loop gave the server process no stdin or stdout pipe")
         stdin.set_write_buffer_limits(high=0)  # paused (write_blocked) whenever anything waits to be written
         self._stdin = stdin
-        stdout = proc.get_pipe_transport(1)
-        assert isinstance(stdout, asyncio.ReadTransport)
         self._stdout = stdout
         # Short reads without an mmap each, and room in the pipe for a large answer to
         # arrive in a few writes (transports/stdio/pipes.py). stdin keeps the default buffer:
