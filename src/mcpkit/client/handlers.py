@@ -6,6 +6,7 @@ sampling, roots — as legacy-era requests or as a modern ``InputRequiredResult`
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from ..protocol.types import EmptyResult, Root
 from ..runtime.threads import is_async_callable, run_sync
 from .options import ClientOptions
 
-__all__ = ["ServerMessages"]
+__all__ = ["ServerMessages", "input_key"]
 
 _decode_dict = msgspec.json.Decoder(dict[str, Any]).decode
 _LIST_CHANGED = {
@@ -36,6 +37,15 @@ _LIST_CHANGED = {
     "notifications/resources/list_changed": "resources",
 }
 log = logging.getLogger("mcpkit.client")
+
+_INPUT_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcpkit_input_key", default=None)
+
+
+def input_key() -> str | None:
+    """In a callback answering a 2026-07-28 server's question: the question's key in the
+    ``InputRequiredResult``'s ``inputRequests`` (None for a legacy server's request) — what a
+    proxy relaying the question downstream keeps, so the client's answer comes back by it."""
+    return _INPUT_KEY.get()
 
 
 def _with_defaults(result: dict[str, Any], request: ElicitRequestParams) -> dict[str, Any]:
@@ -116,8 +126,13 @@ class ServerMessages:
         ``inputRequests``, answered concurrently. Raises what :meth:`answer` raises, as a
         local error naming the question."""
         keys = list(requests)
+
+        async def keyed(key: str) -> Any:
+            _INPUT_KEY.set(key)  # in the task gather makes for it: this answer's alone
+            return await self.answer(requests[key].method, requests[key].params)
+
         try:
-            results = await asyncio.gather(*(self.answer(requests[k].method, requests[k].params) for k in keys))
+            results = await asyncio.gather(*(keyed(k) for k in keys))
         except McpError as exc:
             exc.local = True  # raised here, never sent by the server
             raise

@@ -13,7 +13,8 @@ What the upstream server starts is relayed to it:
   (the Client answers those in the calling task), else the most recent request in flight
   (a legacy server's request, which the Client answers on its reader's task) — through
   the downstream request's own asker (:func:`~mcpkit.server.context.relay_question`): a
-  real request to a legacy client, an input round for a modern one;
+  real request to a legacy client, an input round for a modern one (under the upstream
+  round's own key, when the question comes from one);
 * a link lent to an :class:`Asking` exchange (:mod:`.bridge`: a legacy server's call for
   a modern client, held between the client's rounds) hands every question to it, and
   sends progress and log messages to its current round;
@@ -25,7 +26,9 @@ What the upstream server starts is relayed to it:
 
 Errors cross as they are: an upstream ``McpError`` is raised unchanged (code, message,
 data), so the dispatcher sends it on as such; a local failure (the upstream gone, its
-deadline) is the dispatcher's generic -32603.
+deadline) is the dispatcher's generic -32603. A modern upstream's round asking what the
+downstream client did not declare fails the call with -32021, as the upstream server
+itself would have answered that client.
 
 The link's Client is the proxy's: its credentials, its transport. Nothing of the
 downstream request's authorization (its bearer token) is ever put on it.
@@ -41,9 +44,10 @@ from typing import Any, Protocol
 import msgspec
 
 from ..client.client import Client
+from ..client.handlers import input_key
 from ..client.options import ClientOptions
 from ..protocol.eras import BY_NAME
-from ..protocol.errors import INTERNAL_ERROR, McpError
+from ..protocol.errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, McpError
 from ..protocol.interactive import ELICIT, LIST_ROOTS, SAMPLE, CreateMessageParams, ElicitRequestParams, missing_capability
 from ..protocol.types import CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, Root
 from ..server.context import Context, relay_question
@@ -54,6 +58,7 @@ __all__ = ["Link", "Connect", "Asking", "mirrored_options"]
 #: What a proxy connects with: a function returning a fresh transport (or a Server, in
 #: memory) for each upstream session.
 Connect = Callable[[], Transport | Servable]
+
 
 class Asking(Protocol):
     """The exchange a link is lent to (:class:`~.bridge.Exchange`): every question the
@@ -70,6 +75,10 @@ class Asking(Protocol):
 
 
 _CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("mcpkit_proxy_request", default=None)
+#: The refusal of a downstream request's question that its client cannot answer (-32021),
+#: found while its call was forwarded: the downstream answer, in place of the local error
+#: the Client raises for the unanswered upstream round.
+_REFUSED: contextvars.ContextVar[list[McpError] | None] = contextvars.ContextVar("mcpkit_proxy_refused", default=None)
 
 
 def mirrored_options(base: ClientOptions, capabilities: dict[str, Any] | None) -> dict[str, bool | tuple[str, ...]]:
@@ -127,11 +136,19 @@ class Link:
         with the decoded ``params``. Raises the upstream ``McpError`` as it is, and the
         Client's local errors; cancellation cancels the upstream request."""
         token = _CURRENT.set(ctx)
+        refused: list[McpError] = []
+        refusal = _REFUSED.set(refused)
         self.active.append(ctx)
         try:
             return await self.forward_for(lambda: ctx, method, params)
+        except McpError as exc:
+            if exc.local and refused:  # a modern upstream's round the client cannot answer
+                first = refused[0]  # marked local by the Client on its way up: sent as new
+                raise McpError(first.code, first.message, first.data, status=first.status) from None
+            raise
         finally:
             self.active.remove(ctx)
+            _REFUSED.reset(refusal)
             _CURRENT.reset(token)
 
     async def forward_for(self, ctx_of: Callable[[], Context], method: str, params: Any) -> Any:
@@ -178,7 +195,14 @@ class Link:
             if missing is not None:
                 raise missing
             return await self.exchange.ask(method, params)
-        return await relay_question(self._asking(), method, params)
+        try:
+            # Under the upstream round's key, so the client's answer comes back by it.
+            return await relay_question(self._asking(), method, params, key=input_key())
+        except McpError as exc:
+            refused = _REFUSED.get()
+            if exc.code == MISSING_CLIENT_CAPABILITY and input_key() is not None and refused is not None:
+                refused.append(exc)
+            raise
 
     async def _elicit(self, request: ElicitRequestParams) -> Any:
         return await self._question(ELICIT, _params(request))

@@ -41,10 +41,14 @@ import contextlib
 import logging
 from typing import Any, Final
 
+import msgspec
+
 from ..client.options import ClientOptions
 from ..protocol.eras import BY_NAME
-from ..protocol.errors import INTERNAL_ERROR, McpError
+from ..protocol.errors import INTERNAL_ERROR, McpError, flatten_text
+from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.interactive import MRTR_METHODS
+from ..protocol.types import Tool
 from ..server.context import Call, Context
 from ..server.definitions.uri_template import UriTemplate
 from ..server.registry import Kind, Registry
@@ -86,6 +90,8 @@ class RemoteFeatures:
         self._sessions: dict[Session, asyncio.Future[Link]] = {}
         self._lists: dict[Kind, list[Any]] = {"tool": [], "prompt": [], "resource": [], "template": []}
         self._templates: list[UriTemplate] = []
+        #: The ``x-mcp-header`` rules of the listed tools that have any.
+        self._header_rules: dict[str, HeaderRules] = {}
         self._watched: set[str] = set()
         self._rewatch = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
@@ -150,6 +156,9 @@ class RemoteFeatures:
         if kind == "template":
             return any(item.uri_template == key for item in self._lists["template"])
         return any(item.uri == key for item in self._lists["resource"]) or any(t.match(key) is not None for t in self._templates)
+
+    def header_rules(self, tool: str) -> HeaderRules:
+        return self._header_rules.get(tool, {})
 
     def watch(self, uri: str) -> None:
         if uri not in self._watched and len(self._watched) < MAX_WATCHED:
@@ -240,7 +249,7 @@ class RemoteFeatures:
             return
         client, caps = primary.client, self._capabilities
         if kind == "tools" and "tools" in caps:
-            self._lists["tool"] = await client.list_all_tools(max_pages=self._max_pages)
+            self._lists["tool"], self._header_rules = _with_header_rules(await client.list_all_tools(max_pages=self._max_pages))
         elif kind == "prompts" and "prompts" in caps:
             self._lists["prompt"] = await client.list_all_prompts(max_pages=self._max_pages)
         elif kind == "resources" and "resources" in caps:
@@ -293,6 +302,24 @@ class RemoteFeatures:
             except Exception:
                 log.warning("the proxy stopped watching the upstream server for changes", exc_info=True)
                 return
+
+
+def _with_header_rules(tools: list[Tool]) -> tuple[list[Tool], dict[str, HeaderRules]]:
+    """The listed ``tools`` a client may call, and the ``x-mcp-header`` rules of those that
+    have any — what the proxy checks a downstream call's ``Mcp-Param-*`` headers against, as
+    the upstream server would. A tool whose annotations are malformed is left out, as the
+    spec has an HTTP client do (an HTTP upstream's transport already has), logged."""
+    kept: list[Tool] = []
+    rules: dict[str, HeaderRules] = {}
+    for tool in tools:
+        if "x-mcp-header" in msgspec.json.encode(tool.input_schema).decode():
+            try:
+                rules[tool.name] = x_mcp_header_map(tool.input_schema)
+            except ValueError as exc:
+                log.warning("the proxy leaves out the upstream tool %r: %s", flatten_text(tool.name, 256), exc)
+                continue
+        kept.append(tool)
+    return kept, rules
 
 
 async def _next_or(changes: Any, stop: asyncio.Event) -> Any:

@@ -131,6 +131,11 @@ class Remote(Protocol):
         updates are wanted from now on."""
         ...
 
+    def header_rules(self, tool: str) -> HeaderRules:
+        """The ``x-mcp-header`` annotations of the remote tool ``tool`` as last listed
+        (empty if it has none or is unknown)."""
+        ...
+
     async def forward(self, ctx: Context, call: Call, method: str, params: Any) -> Any:
         """The remote server's answer to ``method`` with ``params`` (the decoded params
         struct), for the request ``ctx``: its result, or its error as an ``McpError``."""
@@ -398,12 +403,14 @@ class Registry:
     def header_rules(self, tool: str) -> HeaderRules:
         """The ``x-mcp-header`` annotations of a registered tool, computed once at
         registration (empty for an unknown tool: nothing is kept for names a client
-        makes up); a mounted tool's are its server's."""
+        makes up); a mounted tool's are its server's, a proxied one's its listing's."""
         rules = self._header_rules.get(tool)
         if rules is None and self.mounts:
             routed = self.route("tool", tool)
             if routed is not None:
                 return routed[0].registry.header_rules(routed[1])
+        if rules is None and self.remote is not None:
+            return self.remote.header_rules(tool)
         return rules or {}
 
     def page(self, items: list[Any], cursor: str | None) -> tuple[list[Any], str | None]:
