@@ -12,10 +12,11 @@ disconnects after the last.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ..client.options import ClientOptions
+from ..server.filters import Selection
 from ..server.lifespan import Lifespan
 from ..server.server import Server
 from ..transports.base import Servable, Transport
@@ -41,8 +42,14 @@ class Proxy(Server):
     ``round_ttl`` seconds each (300), then cancelled. The upstream credentials are the
     proxy's: the transport's, never a downstream client's bearer token.
 
+    ``include``, ``exclude``, ``include_tags`` and ``exclude_tags`` select which of the
+    upstream server's features are offered, by their upstream names (a tool's or prompt's
+    name, a resource's URI, a template's URI template) or by their tags
+    (:mod:`mcpkit.server.filters`); the others are neither listed nor forwarded.
+
     The other arguments are :class:`~mcpkit.Server`'s; a ``lifespan`` runs inside the
-    upstream connection. Raises ``ValueError`` for bounds that are not positive.
+    upstream connection. Raises ``ValueError`` for bounds that are not positive,
+    ``TypeError`` for a selection given as one string.
     """
 
     def __init__(
@@ -55,11 +62,16 @@ class Proxy(Server):
         max_sessions: int = 100,
         max_pages: int = 100,
         round_ttl: float = 300.0,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+        include_tags: Iterable[str] | None = None,
+        exclude_tags: Iterable[str] = (),
         lifespan: Lifespan | None = None,
         **server_options: Any,
     ) -> None:
         if max_sessions < 1 or max_pages < 1 or not round_ttl > 0:
             raise ValueError("max_sessions, max_pages and round_ttl must be positive")
+        selection = Selection(include=include, exclude=exclude, include_tags=include_tags, exclude_tags=exclude_tags)
         fixed = upstream
         per_session = callable(upstream) or isinstance(upstream, Server)  # a Server: a connection in memory each time
         connect: Connect = upstream if callable(upstream) and not isinstance(upstream, Server) else lambda: fixed  # type: ignore[assignment,return-value]
@@ -80,6 +92,7 @@ class Proxy(Server):
             max_sessions=max_sessions,
             max_pages=max_pages,
             round_ttl=round_ttl,
+            selection=selection,
         )
         self._registry.remote = self._remote
 

@@ -51,6 +51,7 @@ from ..protocol.interactive import MRTR_METHODS
 from ..protocol.types import Tool
 from ..server.context import Call, Context
 from ..server.definitions.uri_template import UriTemplate
+from ..server.filters import Selection
 from ..server.registry import Kind, Registry
 from ..server.session import Session
 from .bridge import Bridge
@@ -79,8 +80,12 @@ class RemoteFeatures:
         max_sessions: int,
         max_pages: int,
         round_ttl: float,
+        selection: Selection | None = None,
     ) -> None:
         self._connect = connect
+        #: Which upstream features are offered (server/filters.py): the others are never
+        #: listed nor forwarded.
+        self._selection = selection or Selection()
         self._options = options
         self._registry = registry
         self._per_session = per_session
@@ -92,6 +97,8 @@ class RemoteFeatures:
         self._templates: list[UriTemplate] = []
         #: The ``x-mcp-header`` rules of the listed tools that have any.
         self._header_rules: dict[str, HeaderRules] = {}
+        #: Resource URIs the selection left out: not served through a template either.
+        self._left_out: frozenset[str] = frozenset()
         self._watched: set[str] = set()
         self._rewatch = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
@@ -155,10 +162,28 @@ class RemoteFeatures:
             return any(item.name == key for item in self._lists[kind])
         if kind == "template":
             return any(item.uri_template == key for item in self._lists["template"])
+        if key in self._left_out:
+            return False
         return any(item.uri == key for item in self._lists["resource"]) or any(t.match(key) is not None for t in self._templates)
 
     def header_rules(self, tool: str) -> HeaderRules:
         return self._header_rules.get(tool, {})
+
+    def serves(self, kind: Kind, key: str) -> bool:
+        return self._selection.everything or self.has(kind, key)
+
+    def describe(self, kind: Kind, key: str) -> tuple[str, Any] | None:
+        if kind in ("tool", "prompt"):
+            return next(((key, item) for item in self._lists[kind] if item.name == key), None)
+        if kind == "resource":
+            if key in self._left_out:
+                return None
+            exact = next(((key, item) for item in self._lists["resource"] if item.uri == key), None)
+            if exact is not None:
+                return exact
+            matching = zip(self._templates, self._lists["template"], strict=True)
+            return next(((item.uri_template, item) for t, item in matching if t.match(key) is not None), None)
+        return next(((key, item) for item in self._lists["template"] if item.uri_template == key), None)
 
     def watch(self, uri: str) -> None:
         if uri not in self._watched and len(self._watched) < MAX_WATCHED:
@@ -248,13 +273,19 @@ class RemoteFeatures:
         if primary is None:
             return
         client, caps = primary.client, self._capabilities
+        chosen = self._selection
         if kind == "tools" and "tools" in caps:
-            self._lists["tool"], self._header_rules = _with_header_rules(await client.list_all_tools(max_pages=self._max_pages))
+            tools = [t for t in await client.list_all_tools(max_pages=self._max_pages) if chosen.admits(t.name, t)]
+            self._lists["tool"], self._header_rules = _with_header_rules(tools)
         elif kind == "prompts" and "prompts" in caps:
-            self._lists["prompt"] = await client.list_all_prompts(max_pages=self._max_pages)
+            prompts = await client.list_all_prompts(max_pages=self._max_pages)
+            self._lists["prompt"] = [p for p in prompts if chosen.admits(p.name, p)]
         elif kind == "resources" and "resources" in caps:
-            self._lists["resource"] = await client.list_all_resources(max_pages=self._max_pages)
-            self._lists["template"] = await client.list_all_resource_templates(max_pages=self._max_pages)
+            resources = await client.list_all_resources(max_pages=self._max_pages)
+            self._lists["resource"] = [r for r in resources if chosen.admits(r.uri, r)]
+            self._left_out = frozenset(r.uri for r in resources if not chosen.admits(r.uri, r))
+            templates = await client.list_all_resource_templates(max_pages=self._max_pages)
+            self._lists["template"] = [t for t in templates if chosen.admits(t.uri_template, t)]
             self._templates = [UriTemplate(t.uri_template) for t in self._lists["template"]]
             known = {uri for uri in self._watched if self.has("resource", uri)}
             if known != self._watched:  # a watched resource is gone: watch the others

@@ -60,6 +60,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from .context import Context, mounted_context
+from .filters import Selection
 from .lifespan import LifespanRunner
 from .registry import Kind, Registry, run_middleware
 
@@ -102,7 +103,7 @@ class Mount:
     """One server's registry mounted in another's, under a naming rule (see the
     module's docstring); it implements :class:`~.registry.Mounted`."""
 
-    __slots__ = ("_lifespan", "_parent", "_registry", "prefix", "scopes", "separator")
+    __slots__ = ("_lifespan", "_parent", "_registry", "prefix", "scopes", "selection", "separator")
 
     def __init__(
         self,
@@ -113,6 +114,7 @@ class Mount:
         prefix: str | None,
         separator: str,
         scopes: Sequence[str],
+        selection: Selection | None = None,
     ) -> None:
         """Describe the mount (:meth:`attach` makes it live). Raises ``ValueError`` for
         a prefix or separator :func:`check_prefix` refuses, ``TypeError`` for scopes
@@ -126,6 +128,8 @@ class Mount:
         self.prefix = prefix
         self.separator = separator
         self.scopes: tuple[str, ...] = tuple(scopes)
+        #: Which of the mounted server's features the mount offers (filters.py).
+        self.selection = selection or Selection()
 
     @property
     def registry(self) -> Registry:
@@ -168,7 +172,12 @@ class Mount:
 
     def expose(self, kind: Kind, item: Any) -> Any:
         """``item`` (the mounted server's Tool, Prompt, Resource or ResourceTemplate)
-        as the parent lists it; None if it cannot be offered under the prefix."""
+        as the parent lists it; None if it cannot be offered under the prefix or the
+        mount's selection leaves it out."""
+        if not self.selection.everything:
+            own = item.name if kind in ("tool", "prompt") else (item.uri if kind == "resource" else item.uri_template)
+            if not self.selection.admits(own, item):
+                return None
         if self.prefix is None:
             return item
         if kind in ("tool", "prompt"):
@@ -176,6 +185,14 @@ class Mount:
         field = "uri" if kind == "resource" else "uri_template"
         renamed = self.public(kind, getattr(item, field))
         return None if renamed is None else msgspec.structs.replace(item, **{field: renamed})
+
+    def admits(self, kind: Kind, key: str) -> bool:
+        """Whether the mounted server's ``key`` of ``kind`` passes the mount's selection
+        (a resource URI a template matches: as the template does)."""
+        if self.selection.everything:
+            return True
+        found = self._registry.describe(kind, key)
+        return found is not None and self.selection.admits(*found)
 
     # --- serving ----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from .definitions.options import ToolOptions
 from .definitions.prompts import PromptDef
 from .definitions.resources import TemplateDef, resource_from_function
 from .definitions.tools import tool_from_function, tool_from_schema
+from .filters import with_tags
 from .injection import Provider, callable_name
 from .registry import Middleware, Registry
 from .tasks import task_mode
@@ -84,6 +85,7 @@ class Registration:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         timeout: float | None = None,
         task: bool | Literal["optional", "required", "deferred"] = False,
@@ -101,6 +103,7 @@ class Registration:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         timeout: float | None = None,
         task: bool | Literal["optional", "required", "deferred"] = False,
@@ -111,7 +114,9 @@ class Registration:
         error that says so (default: ``Server(tool_timeout=...)``, else no limit); a
         plain ``def`` tool cannot be interrupted — its thread runs on and its result is
         dropped. ``scopes`` are the OAuth scopes a caller needs over protected HTTP
-        (docs/auth.md).
+        (docs/auth.md). ``tags`` are words a server mounting this one (or a proxy in
+        front of it) selects features by; they are listed in the tool's ``_meta``
+        (:mod:`mcpkit.server.filters`).
 
         ``task=True`` runs each call as a task (docs/tasks.md) when the client declared
         the tasks extension: the call is answered at once with the task's handle and the
@@ -129,7 +134,7 @@ class Registration:
             description=description,
             annotations=annotations,
             structured_output=structured_output,
-            meta=meta,
+            meta=with_tags(meta, tags),
             icons=icons,
             timeout=timeout,
             task=task_mode(task),
@@ -155,21 +160,22 @@ class Registration:
         annotations: ToolAnnotations | Mapping[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         timeout: float | None = None,
         task: bool | Literal["optional", "required", "deferred"] = False,
     ) -> None:
         """Register a tool from a raw JSON Schema (2020-12 unless ``$schema`` says
         otherwise). ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the
-        validated arguments dict; ``task`` as for :meth:`~Server.tool`. Raises ``ValueError`` for
-        an invalid schema or a duplicate name."""
+        validated arguments dict; ``task`` and ``tags`` as for :meth:`~Server.tool`. Raises
+        ``ValueError`` for an invalid schema or a duplicate name."""
         options = ToolOptions(
             name=name,
             title=title,
             description=description,
             annotations=annotations,
             output_schema=output_schema,
-            meta=meta,
+            meta=with_tags(meta, tags),
             icons=icons,
             timeout=timeout,
             task=task_mode(task),
@@ -189,13 +195,15 @@ class Registration:
         size: int | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource; a ``uri`` with ``{placeholders}`` registers an RFC 6570
         resource template whose variables are passed as keyword arguments.
 
         The handler returns ``str`` (text), ``bytes`` (binary), ``ResourceContents`` or
-        a list of them, or any JSON-able value (sent as JSON text).
+        a list of them, or any JSON-able value (sent as JSON text). ``scopes`` and
+        ``tags`` as for :meth:`~Server.tool`.
         """
 
         def register(fn: F) -> F:
@@ -208,7 +216,7 @@ class Registration:
                 description=description,
                 mime_type=mime_type,
                 size=size,
-                meta=meta,
+                meta=with_tags(meta, tags),
                 icons=icons,
                 providers=self._providers,
             )
@@ -233,6 +241,7 @@ class Registration:
         description: str | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
 
@@ -246,14 +255,19 @@ class Registration:
         description: str | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a prompt. Its arguments are the function's parameters (strings);
-        it returns a string (one user message), messages, or a ``GetPromptResult``."""
+        it returns a string (one user message), messages, or a ``GetPromptResult``.
+        ``scopes`` and ``tags`` as for :meth:`~Server.tool`."""
 
         def register(f: F) -> F:
             self._add_scopes("prompt", name or callable_name(f), scopes)
-            pd = PromptDef(f, name=name, title=title, description=description, meta=meta, icons=icons, providers=self._providers)
+            tagged = with_tags(meta, tags)
+            pd = PromptDef(
+                f, name=name, title=title, description=description, meta=tagged, icons=icons, providers=self._providers
+            )
             self._registry.add_prompt(pd)
             return f
 

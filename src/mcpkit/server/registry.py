@@ -92,7 +92,13 @@ class Mounted(Protocol):
 
     def expose(self, kind: Kind, item: Any) -> Any:
         """The wire description ``item`` (a Tool, Prompt, Resource, ResourceTemplate)
-        as listed here: renamed, or None when it cannot be offered under the mount."""
+        as listed here: renamed, or None when it cannot be offered under the mount (or
+        its selection leaves it out)."""
+        ...
+
+    def admits(self, kind: Kind, key: str) -> bool:
+        """Whether the mounted server's feature ``key`` (its own key) passes the mount's
+        selection (:mod:`.filters`)."""
         ...
 
     async def run(self, ctx: Context, renamed: dict[str, Any], inner: Callable[[Context], Awaitable[T]]) -> T:
@@ -129,6 +135,16 @@ class Remote(Protocol):
     def watch(self, uri: str) -> None:
         """A client of this server subscribed to the remote resource ``uri``: its
         updates are wanted from now on."""
+        ...
+
+    def describe(self, kind: Kind, key: str) -> tuple[str, Any] | None:
+        """What :meth:`Registry.describe` says of a remote feature, as last listed."""
+        ...
+
+    def serves(self, kind: Kind, key: str) -> bool:
+        """Whether a request for ``key`` of ``kind``, which this registry does not have,
+        goes to the remote server: any key when the remote's features are not filtered
+        (the remote server knows its own, or says it does not), else only one listed."""
         ...
 
     def header_rules(self, tool: str) -> HeaderRules:
@@ -364,9 +380,33 @@ class Registry:
         looked already)."""
         for mount in reversed(self.mounts):
             local = mount.local(kind, key)
-            if local is not None and mount.registry.has(kind, local):
+            if local is not None and mount.registry.has(kind, local) and mount.admits(kind, local):
                 return mount, local
         return None
+
+    def describe(self, kind: Kind, key: str) -> tuple[str, Any] | None:
+        """The feature ``key`` of ``kind`` offered here (or mounted, or remote): its own
+        key and its wire description — for a resource URI a template matches, the
+        template's URI template and description. None if none is offered."""
+        found: tuple[str, Any] | None = None
+        if kind == "tool" and key in self.tools:
+            found = key, self.tools[key].tool
+        elif kind == "prompt" and key in self.prompts:
+            found = key, self.prompts[key].prompt
+        elif kind == "resource" and key in self.resources:
+            found = key, self.resources[key].resource
+        elif kind in ("resource", "template"):
+            for t in self.templates:
+                if (t.template.uri_template == key) if kind == "template" else (t.uri_template.match(key) is not None):
+                    found = t.template.uri_template, t.template
+                    break
+        if found is None and self.mounts:
+            routed = self.route(kind, key)
+            if routed is not None:
+                found = routed[0].registry.describe(kind, routed[1])
+        if found is None and self.remote is not None:
+            found = self.remote.describe(kind, key)
+        return found
 
     def listed(self, kind: Kind) -> list[Any]:
         """The wire descriptions of the enabled features of ``kind``: this registry's

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -34,6 +34,7 @@ from ..transports.base import Transport
 from ..transports.stdio.server import ServerStdio
 from .changes import ChangeHub, Subscriber
 from .dispatch import Dispatcher
+from .filters import Selection
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
 from .mount import Mount
@@ -189,7 +190,18 @@ class Server(Registration):
 
     # --- composition (docs/howto/compose.md) --------------------------------------------
 
-    def mount(self, server: Server, prefix: str | None = None, *, separator: str = "_", scopes: Sequence[str] = ()) -> None:
+    def mount(
+        self,
+        server: Server,
+        prefix: str | None = None,
+        *,
+        separator: str = "_",
+        scopes: Sequence[str] = (),
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+        include_tags: Iterable[str] | None = None,
+        exclude_tags: Iterable[str] = (),
+    ) -> None:
         """Offer ``server``'s tools, prompts, resources and templates as this server's,
         live: what it registers or removes later is offered or withdrawn here too, and
         this server's clients are told. Under a ``prefix``, tools and prompts are named
@@ -201,15 +213,28 @@ class Server(Registration):
         requests it serves, its lifespan within this one's, its tool time limit before
         this one's (docs/howto/compose.md says it all).
 
+        ``include``, ``exclude``, ``include_tags`` and ``exclude_tags`` select which of
+        ``server``'s features are offered — by the names ``server`` gives them or by their
+        tags (:mod:`mcpkit.server.filters`: with an include, only what it names or tags;
+        never what an exclude does); the others are neither listed nor served here.
+
         Raises ``ValueError`` for a prefix other than letters, digits, ``_``, ``-`` and
         ``.``, an empty separator, or a circle (``server`` is this one or has it
         mounted); ``RuntimeError`` for a ``server`` with a lifespan while this one is
-        running (mount it before serving)."""
+        running (mount it before serving); ``TypeError`` for a selection or ``scopes``
+        given as one string."""
         if not isinstance(server, Server):
             raise TypeError(f"mount() takes a Server, not {type(server).__name__}")
-        Mount(self._registry, server._registry, server._lifespan, prefix=prefix, separator=separator, scopes=scopes).attach(
-            self._lifespan
-        )
+        selection = Selection(include=include, exclude=exclude, include_tags=include_tags, exclude_tags=exclude_tags)
+        Mount(
+            self._registry,
+            server._registry,
+            server._lifespan,
+            prefix=prefix,
+            separator=separator,
+            scopes=scopes,
+            selection=selection,
+        ).attach(self._lifespan)
 
     # --- authorization (docs/auth.md) --------------------------------------------------
 

@@ -27,7 +27,7 @@ async def complete(reg: Registry, ctx: Context, call: Call, params: CompletePara
         key = ("ref/prompt", ref.name or "")
         if key[1] not in reg.prompts:
             routed = reg.route("prompt", key[1]) if reg.mounts else None
-            if routed is None and reg.remote is not None:
+            if routed is None and reg.remote is not None and reg.remote.serves("prompt", key[1]):
                 return await reg.remote.forward(ctx, call, "completion/complete", params)  # type: ignore[no-any-return]
             if routed is None:
                 raise McpError(INVALID_PARAMS, f"Unknown prompt: {flatten_text(key[1], 256)}")
@@ -36,7 +36,7 @@ async def complete(reg: Registry, ctx: Context, call: Call, params: CompletePara
         key = ("ref/resource", ref.uri or "")
         if not any(t.template.uri_template == key[1] for t in reg.templates) and key[1] not in reg.resources:
             routed = (reg.route("template", key[1]) or reg.route("resource", key[1])) if reg.mounts else None
-            if routed is None and reg.remote is not None:
+            if routed is None and reg.remote is not None and reg.remote.serves("template", key[1]):
                 return await reg.remote.forward(ctx, call, "completion/complete", params)  # type: ignore[no-any-return]
             if routed is None:
                 raise McpError(INVALID_PARAMS, f"Unknown resource template: {flatten_text(key[1], 256)}")

@@ -34,7 +34,7 @@ async def get_prompt(reg: Registry, ctx: Context, call: Call, params: GetPromptP
             mount, name = routed
             local = msgspec.structs.replace(params, name=name)
             return await mount.run(ctx, {"name": name}, lambda c: get_prompt(mount.registry, c, call, local))
-        if reg.remote is not None:
+        if reg.remote is not None and reg.remote.serves("prompt", params.name):
             return await reg.remote.forward(ctx, call, "prompts/get", params)
         raise McpError(INVALID_PARAMS, f"Unknown prompt: {flatten_text(params.name, 256)}")
     args = params.arguments or {}

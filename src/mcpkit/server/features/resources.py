@@ -57,7 +57,7 @@ async def read_resource(reg: Registry, ctx: Context, call: Call, params: ReadRes
             routed = reg.route("resource", uri) if reg.mounts else None
             if routed is not None:
                 return await _read_mounted(routed, ctx, call, params)
-            if reg.remote is not None:
+            if reg.remote is not None and reg.remote.serves("resource", uri):
                 return await reg.remote.forward(ctx, call, "resources/read", params)  # type: ignore[no-any-return]
             # -32602 in both eras: 2026-07-28 requires it, and the conformance suite
             # grades the legacy -32002 as a warning for every revision (docs/errors.md).

@@ -51,7 +51,7 @@ async def _call(
     if td is None:
         routed = reg.route("tool", params.name) if reg.mounts else None
         if routed is None:
-            if reg.remote is not None:  # a proxy's: the remote server knows its tools, or says it does not
+            if reg.remote is not None and reg.remote.serves("tool", params.name):  # a proxy's (remote.py)
                 return await reg.remote.forward(ctx, call, "tools/call", params)  # type: ignore[no-any-return]
             raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
         mount, name = routed
