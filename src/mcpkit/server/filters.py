@@ -4,7 +4,8 @@ Every tool, prompt, resource and template may carry *tags* (``tags=`` when it is
 registered): free-form words a composing server selects by. They travel with the
 feature's wire description, in its ``_meta`` under :data:`TAGS_META` (a sorted list), so
 a server that mounts another, a proxy in front of a remote mcpkit server, and a client all
-see the same tags; a FastMCP server's tags (its ``_meta._fastmcp.tags``) count as well.
+see the same tags; a FastMCP server's tags (its ``_meta.fastmcp.tags``, or
+``_meta._fastmcp.tags`` in older releases) count as well.
 
 A :class:`Selection` says which features pass: with ``include`` names or
 ``include_tags``, only a feature named there or carrying one of those tags; never one
@@ -52,14 +53,15 @@ def with_tags(meta: dict[str, Any] | None, tags: Iterable[str]) -> dict[str, Any
 
 def tags_of(item: Any) -> frozenset[str]:
     """The tags of a wire description (a Tool, Prompt, Resource or ResourceTemplate): its
-    ``_meta``'s :data:`TAGS_META`, and a FastMCP server's ``_meta._fastmcp.tags``; what
-    is not a list of strings there is ignored."""
+    ``_meta``'s :data:`TAGS_META`, and a FastMCP server's ``_meta.fastmcp.tags`` (or
+    ``_meta._fastmcp.tags``); what is not a list of strings there is ignored."""
     meta = getattr(item, "meta", None)
     if not isinstance(meta, dict):
         return frozenset()
-    fastmcp = meta.get("_fastmcp")
     found: set[str] = set()
-    for value in (meta.get(TAGS_META), fastmcp.get("tags") if isinstance(fastmcp, dict) else None):
+    fastmcp = [fm.get("tags") for fm in (meta.get("fastmcp"), meta.get("_fastmcp")) if isinstance(fm, dict)]
+    values = [meta.get(TAGS_META), *fastmcp]
+    for value in values:
         if isinstance(value, list):
             found.update(tag for tag in value if isinstance(tag, str))
     return frozenset(found)

@@ -126,8 +126,9 @@ def test_a_selection_includes_by_name_or_tag_and_exclusion_wins() -> None:
     assert not Selection(include=["x"], exclude_tags=["admin"]).admits("x", Item("admin"))
     assert not Selection(exclude=["x"]).admits("x", Item("public"))
     assert Selection(exclude_tags=["admin"]).admits("y", Item("public"))
-    fastmcp = type("FastMcpItem", (), {"meta": {"_fastmcp": {"tags": ["public"]}}})()
-    assert Selection(include_tags=["public"]).admits("z", fastmcp)
+    for key in ("fastmcp", "_fastmcp"):  # FastMCP's key now, and in older releases
+        fastmcp = type("FastMcpItem", (), {"meta": {key: {"tags": ["public"]}}})()
+        assert Selection(include_tags=["public"]).admits("z", fastmcp)
     with pytest.raises(TypeError):
         Selection(include="x")
 
@@ -182,7 +183,7 @@ async def test_an_include_names_and_tags_and_later_registrations_are_selected_to
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_proxy_offers_only_what_its_selection_lets_through(era: str) -> None:
     child = _child()
-    child.tool(name="foreign", meta={"_fastmcp": {"tags": ["admin"]}})(lambda: "a FastMCP server's tags")
+    child.tool(name="foreign", meta={"fastmcp": {"tags": ["admin"]}})(lambda: "a FastMCP server's tags")
     with serve_in_thread(child.asgi_app()) as up_port:
         upstream = f"http://127.0.0.1:{up_port}/mcp"
         proxy = Proxy(lambda: HttpTransport(upstream), exclude_tags=["admin"], exclude=["untagged"])
