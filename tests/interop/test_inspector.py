@@ -256,3 +256,51 @@ async def test_inspector_internal_errors_with_status_400(inspector: Inspector, k
     )
     assert (explode.exit, explode.error) == (1, {"code": "error", "message": "Upstream failed"})
     assert (broken.exit, broken.error) == (1, {"code": "error", "message": "Internal error"})
+
+
+@pytest.fixture(scope="module")
+def everything_proxy_url(everything: list[str]) -> Iterator[str]:
+    """server-everything (npm, stdio, legacy era) behind an mcpkit proxy served over
+    Streamable HTTP (tests/support/servers/proxy_of.py): the proxy bridges the eras."""
+    port = free_port()
+    with listening(server_command("proxy_of", REVISION["legacy"], "per-client", str(port), *everything), port, timeout=30):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_inspector_through_a_proxy_of_server_everything(inspector: Inspector, everything_proxy_url: str, era: str) -> None:
+    """The Inspector, in either era, uses server-everything through the proxy as it would
+    directly: every list (the proxy pages them; the CLI follows), calls with text and
+    structured results, a tool error as server-everything words it, resources by URI and
+    by template, prompts with arguments, and completions."""
+    runs = await Cli(inspector, era, [everything_proxy_url]).all(
+        ("--method", "tools/list"),
+        call("echo", "--tool-args-json", '{"message": "hi"}'),
+        call("get-sum", "--tool-args-json", '{"a": 2, "b": 3.5}'),
+        call("get-structured-content", "--tool-args-json", '{"location": "Chicago"}'),
+        call("get-sum", "--tool-args-json", '{"a": "two"}'),
+        ("--method", "resources/list"),
+        ("--method", "resources/read", "--uri", "demo://resource/dynamic/text/5"),
+        ("--method", "resources/templates/list"),
+        ("--method", "prompts/get", "--prompt-name", "args-prompt", "--prompt-args", "city=Oslo", "state=Viken"),
+    )
+    tools, echo, total, structured, bad, resources, text, templates, prompt = runs
+    assert tools.result is not None
+    assert {"echo", "get-sum", "get-structured-content", "trigger-long-running-operation"} <= {
+        tool["name"] for tool in tools.result["tools"]
+    }
+    assert echo.text == "Echo: hi"
+    assert total.text == "The sum of 2 and 3.5 is 5.5."
+    assert structured.result is not None
+    assert structured.result["structuredContent"] == {"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}
+    assert bad.exit == 5  # a tool error: server-everything's own result, as it sent it
+    assert resources.result is not None
+    assert len(resources.result["resources"]) > 3  # every page, through the proxy's own paging
+    assert text.result is not None
+    (contents,) = text.result["contents"]
+    assert contents["uri"] == "demo://resource/dynamic/text/5"
+    assert "5" in contents["text"]
+    assert templates.result is not None
+    assert "demo://resource/dynamic/text/{resourceId}" in [t["uriTemplate"] for t in templates.result["resourceTemplates"]]
+    assert prompt.result is not None
+    assert "Oslo" in prompt.result["messages"][0]["content"]["text"]
