@@ -114,7 +114,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
         LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS,
     )
-    from .proxy.proxy import Proxy as Proxy
+    from .proxy.proxy import Proxy as Proxy, proxy_of as proxy_of
     from .server.context import Context as Context
     from .server.server import CallNext as CallNext, Middleware as Middleware, Server as Server
     from .stores.events import EventStore as EventStore, InMemoryEventStore as InMemoryEventStore
@@ -171,7 +171,7 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".host.llm": ("LlmTools", "ToolCall"),
     },
     "proxies (docs/howto/proxies.md)": {
-        ".proxy.proxy": ("Proxy",),
+        ".proxy.proxy": ("Proxy", "proxy_of"),
     },
     "tasks (docs/tasks.md)": {
         ".protocol.tasks": ("Task",),

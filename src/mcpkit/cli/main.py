@@ -7,8 +7,9 @@ Exit codes: 0 ok, 1 the tool failed (``isError``) or ``install`` refused to repl
 entry, 2 the server answered with a protocol error, 3 timeout, 4 the server could not be
 started or reached; 64 a usage error, 69 ``dev`` without an Inspector, 74 ``install``
 cannot write the host's file, 130 interrupted. ``--config FILE`` runs ``list``, ``call``,
-``read`` and ``prompt`` over the servers of a host's configuration file (``hosting.py``);
-``install`` adds a server to a host's (``install.py``).
+``read`` and ``prompt`` over the servers of a host's configuration file (``hosting.py``),
+and ``proxy`` serves them all through one proxy; ``install`` adds a server to a host's
+(``install.py``).
 
 Built on click (the command-line library uvicorn already depends on) and rich (the
 tables and the progress bar); rich is imported only by the commands that print.
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from ..client.options import ClientOptions
     from ..host.group import ClientGroup
     from ..protocol.types import CallToolResult
+    from ..server.server import Server
     from .hosting import GroupCommand, Plan
     from .render import Output
 
@@ -205,7 +209,8 @@ def _log_printer(out: Output) -> Callable[[str, str, Any, str | None], None]:
 @click.version_option(__version__, prog_name="mcpkit", message="%(prog)s %(version)s")
 @click.option("--config", "config", metavar="FILE", default=None,
               help="A host's configuration file (mcpServers, or VS Code's servers): list, call, read and prompt "
-                   "work on all its servers, naming items server.name, and take no TARGET.")  # fmt: skip
+                   "work on all its servers, naming items server.name, and proxy serves them all; they take no "
+                   "TARGET.")  # fmt: skip
 @click.pass_context
 def cli(ctx: click.Context, config: str | None) -> None:
     """Run, inspect and call Model Context Protocol servers.
@@ -252,7 +257,7 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str)
 
 
 @cli.command("proxy")
-@click.argument("target")
+@click.argument("words", nargs=-1, metavar="[TARGET]")
 @click.option("--http", "use_http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
 @click.option("--host", default=None, help="The address to listen on with --http.  [default: 127.0.0.1]")
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="The port to listen on with --http.  [default: 8000]")
@@ -264,19 +269,57 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str)
 @click.option("--name", default="proxy", show_default=True, help="The proxy's server name.")
 @click.option("--shared", is_flag=True,
               help="One upstream session for every client (default: one for each legacy client session).")
-def proxy_(target: str, use_http: bool, host: str | None, port: int | None, path: str, era: str,
-           headers: tuple[str, ...], name: str, shared: bool) -> int:  # fmt: skip
+@click.option("--server", "servers", multiple=True, metavar="NAME", help="With --config: only this server (repeatable).")
+@click.pass_obj
+def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: str | None, port: int | None, path: str,
+           era: str, headers: tuple[str, ...], name: str, shared: bool, servers: tuple[str, ...]) -> int:  # fmt: skip
     """Serve TARGET through a proxy, over stdio or over HTTP with --http.
 
     TARGET is a server command (spawned over stdio; its stderr goes to this one's) or an
     http(s):// URL, as for list and call. Both eras are served whatever TARGET speaks. A
-    client's credentials are never sent to TARGET: only the -H headers are.
+    client's credentials are never sent to TARGET: only the -H headers are. With
+    --config, every server of the file (or those of --server) through one proxy, each
+    under its name as a prefix (github_search, notes://github/...); a server's headers
+    are the file's.
     """
-    from ..proxy.proxy import Proxy
-    from ..transports.stdio.process import StdioTransport
+    from ..proxy.proxy import Proxy, proxy_of
 
     if not use_http and (host is not None or port is not None):
         raise click.UsageError("--host and --port need --http")
+    if servers and config is None:
+        raise click.UsageError("--server goes with --config")
+    options = dataclasses.replace(client_options(era, 300.0, None, None), reset_timeout_on_progress=True)  # type: ignore[arg-type]
+    server: Server
+    if config is None:
+        (target,) = _words(None, words, ("TARGET",), optional=0)
+        assert target is not None
+        connect = _proxy_connect(target, headers)
+        server = Proxy(connect() if shared else connect, name, client_options=options)
+    else:
+        if words:
+            raise click.UsageError(f"unexpected argument {words[0]!r} (with --config there is no TARGET)")
+        if headers:
+            raise click.UsageError("-H is for a URL TARGET; with --config, a server's headers are in the file")
+        upstreams = {key: (connect() if shared else connect) for key, connect in _configured(config, servers).items()}
+        try:
+            server = proxy_of(upstreams, name, client_options=options)
+        except ValueError as exc:
+            raise click.UsageError(f"cannot use {config}: {exc}") from None
+        target = f"{', '.join(upstreams)} ({config})"
+    if use_http:
+        host, port = host or "127.0.0.1", 8000 if port is None else port
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"mcpkit: serving a proxy of {target} at http://{shown}:{port}{path} (Ctrl-C stops)", err=True)
+        server.run("http", host=host, port=port, path=path)
+    else:
+        server.run()
+    return OK
+
+
+def _proxy_connect(target: str, headers: tuple[str, ...]) -> Callable[[], Any]:
+    """A fresh transport to TARGET for each upstream session. Raises ``BadParameter``."""
+    from ..transports.stdio.process import StdioTransport
+
     try:
         found = parse_target(target, _headers(headers))
     except ValueError as exc:
@@ -286,16 +329,26 @@ def proxy_(target: str, use_http: bool, host: str | None, port: int | None, path
     def connect() -> Any:
         return found.transport() if command is None else StdioTransport(command, stderr="inherit")
 
-    options = dataclasses.replace(client_options(era, 300.0, None, None), reset_timeout_on_progress=True)  # type: ignore[arg-type]
-    server = Proxy(connect() if shared else connect, name, client_options=options)
-    if use_http:
-        host, port = host or "127.0.0.1", 8000 if port is None else port
-        shown = f"[{host}]" if ":" in host else host
-        click.echo(f"mcpkit: serving a proxy of {target} at http://{shown}:{port}{path} (Ctrl-C stops)", err=True)
-        server.run("http", host=host, port=port, path=path)
-    else:
-        server.run()
-    return OK
+    return connect
+
+
+def _configured(config: str, servers: tuple[str, ...]) -> dict[str, Callable[[], Any]]:
+    """A fresh transport for each upstream session, for each enabled server of the host
+    configuration at ``config`` (or those ``servers`` name), by name. Raises
+    ``UsageError`` for a file that cannot be used or a server it does not have."""
+    from ..host.config import ConfigError, load_config
+
+    try:
+        found = load_config(config, workspace=os.getcwd())
+    except (ConfigError, OSError) as exc:
+        raise click.UsageError(f"cannot use {config}: {exc}") from None
+    unknown = [name for name in servers if name not in found]
+    if unknown:
+        raise click.UsageError(f"no server {unknown[0]!r} in {config} (it has {', '.join(found) or 'none'})")
+    chosen = [found[name] for name in servers] if servers else [entry for entry in found.values() if not entry.disabled]
+    if not chosen:
+        raise click.UsageError(f"{config} has no enabled server to proxy")
+    return {entry.name: functools.partial(entry.transport, stderr="inherit") for entry in chosen}
 
 
 _WHAT = ("all", "tools", "resources", "templates", "prompts")
@@ -490,16 +543,28 @@ def prompt(config: str | None, /, words: tuple[str, ...], pairs: tuple[str, ...]
 @cli.command()
 @click.argument("host", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode"]))
 @click.argument("target")
-@click.option("--name", default=None,
-              help="The server's name in the host.  [default: the script's or program's name, or the URL's host]")
-@click.option("-e", "--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
-              help="An environment variable for the server (repeatable).")
-@click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'",
-              help="An HTTP header for a URL TARGET (repeatable).")
-@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True,
-              help="The user's configuration, or the project's (in the current folder; not for Claude Desktop).")
-@click.option("--config-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write this file instead of the host's own.")
+@click.option(
+    "--name", default=None, help="The server's name in the host.  [default: the script's or program's name, or the URL's host]"
+)
+@click.option(
+    "-e", "--env", "env_pairs", multiple=True, metavar="NAME=VALUE", help="An environment variable for the server (repeatable)."
+)
+@click.option(
+    "-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="An HTTP header for a URL TARGET (repeatable)."
+)
+@click.option(
+    "--scope",
+    type=click.Choice(["user", "project"]),
+    default="user",
+    show_default=True,
+    help="The user's configuration, or the project's (in the current folder; not for Claude Desktop).",
+)
+@click.option(
+    "--config-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write this file instead of the host's own.",
+)
 @click.option("--force", is_flag=True, help="Replace an entry of the same name (or rewrite a file with comments).")
 def install(host: str, target: str, name: str | None, env_pairs: tuple[str, ...], headers: tuple[str, ...], scope: str,
             config_file: Path | None, force: bool) -> int:  # fmt: skip

@@ -1,5 +1,6 @@
 """The :class:`Proxy` facade: a :class:`~mcpkit.Server` that also serves what another
-server offers, reached by a :class:`~mcpkit.Client` (docs/howto/proxies.md).
+server offers, reached by a :class:`~mcpkit.Client` (docs/howto/proxies.md); and
+:func:`proxy_of`, several of them mounted in one server.
 
 A proxy is an ordinary server — served over any transport, with its own tools,
 middleware, mounts and options — whose registry has a *remote* (:mod:`.remote`): the
@@ -12,7 +13,7 @@ disconnects after the last.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from ..client.options import ClientOptions
@@ -23,7 +24,7 @@ from ..transports.base import Servable, Transport
 from .link import Connect
 from .remote import RemoteFeatures
 
-__all__ = ["Proxy"]
+__all__ = ["Proxy", "proxy_of"]
 
 
 class Proxy(Server):
@@ -108,3 +109,30 @@ class Proxy(Server):
                     yield state
         finally:
             await self._remote.stop()
+
+
+def proxy_of(
+    upstreams: Mapping[str, Connect | Transport | Servable],
+    name: str = "proxy",
+    version: str = "0.1.0",
+    *,
+    separator: str = "_",
+    client_options: ClientOptions | None = None,
+    **server_options: Any,
+) -> Server:
+    """A server offering what several servers offer: each of ``upstreams`` (a name, and
+    what :class:`Proxy` takes as its ``upstream``) behind a :class:`Proxy` mounted under
+    its name as the prefix (``github_search`` for the tool ``search`` of ``github``,
+    ``notes://github/...`` for its URIs; docs/howto/compose.md). ``client_options`` are
+    every proxy's upstream client's; ``server_options`` are the serving server's (its
+    paging, state key, time limits). The proxies connect when it starts serving, and one
+    that cannot connect stops it from starting.
+
+    Raises ``ValueError`` for no upstreams, or a name that is not a valid mount prefix
+    (letters, digits, ``_``, ``-``, ``.``)."""
+    if not upstreams:
+        raise ValueError("proxy_of() needs at least one upstream server")
+    server = Server(name, version, **server_options)
+    for prefix, upstream in upstreams.items():
+        server.mount(Proxy(upstream, prefix, client_options=client_options), prefix, separator=separator)
+    return server

@@ -21,6 +21,7 @@ from mcpkit import (
     Proxy,
     Server,
     TextContent,
+    proxy_of,
 )
 from mcpkit.server.lifespan import LifespanError
 from mcpkit.transports.memory import ServerInMemory
@@ -126,6 +127,26 @@ async def test_a_proxy_mounted_under_a_prefix(era: str) -> None:
         assert [t.uri_template for t in await client.list_all_resource_templates()] == ["data://up/{key}"]
         assert text_of(await client.call_tool("up_count")) == "1"
         assert (await client.read_resource("data://up/k")).contents[0].text == "value of k"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_proxy_of_several_servers_mounts_a_proxy_of_each_under_its_name(era: str) -> None:
+    other = Server("other")
+    other.tool(name="count")(lambda: "the other count")
+    app = proxy_of({"one": upstream(), "two": other}, "both", client_options=ClientOptions(protocol_version=LEGACY))
+    async with client_of(app, era, on_elicit=_answers) as client:
+        assert {t.name for t in await client.list_all_tools()} == {"one_count", "one_ask", "two_count"}
+        assert text_of(await client.call_tool("one_count")) == "1"
+        assert text_of(await client.call_tool("two_count")) == "the other count"
+        assert text_of(await client.call_tool("one_ask")) == "{'v': 'one'} {'v': 'two'}"  # questions cross both layers
+        assert (await client.read_resource("data://one/k")).contents[0].text == "value of k"
+
+
+def test_a_proxy_of_several_servers_needs_some_with_valid_names() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        proxy_of({})
+    with pytest.raises(ValueError, match="prefix"):
+        proxy_of({"a b": upstream()})
 
 
 async def test_each_legacy_connection_has_its_upstream_session_closed_with_it() -> None:
