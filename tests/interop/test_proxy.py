@@ -138,3 +138,25 @@ async def test_the_upstream_servers_questions_reach_the_client(proxy_url: str, m
             assert json.loads(sampled.split("result:", 1)[1])["content"]["text"].startswith("echo ")
             elicited = texts(await client.call_tool("trigger-elicitation-request"))
             assert elicited[0] == "✅ User provided the requested information!"
+
+
+async def test_log_messages_sent_between_calls_reach_a_legacy_client(proxy_url: str) -> None:
+    """server-everything's simulated logging sends a message every 5 s, outside any call:
+    the proxy hands each to the legacy client whose upstream session it came on."""
+    logged: list[mt.LoggingMessageNotificationParams] = []
+    returned = anyio.Event()
+    later = anyio.Event()
+
+    async def on_log(params: mt.LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+        if returned.is_set():
+            later.set()
+
+    with anyio.fail_after(LIMIT):
+        async with official(proxy_url, "legacy", logging_callback=on_log) as client:
+            started = texts(await client.call_tool("toggle-simulated-logging"))[0]
+            assert started.startswith("Started simulated")
+            returned.set()
+            await later.wait()  # one sent after the call was answered
+            assert "message" in str(logged[-1].data)
+            texts(await client.call_tool("toggle-simulated-logging"))

@@ -19,8 +19,9 @@ What the upstream server starts is relayed to it:
   a modern client, held between the client's rounds) hands every question to it, and
   sends progress and log messages to its current round;
 * a log message goes to the most recent request in flight, filtered by the level its
-  client chose; with no request in flight it is dropped (a proxy has no connection-wide
-  way back in the modern era);
+  client chose; with none in flight, to the legacy connection the link is its own
+  (:meth:`~mcpkit.server.session.Session.log`), else it is dropped (a shared link has no
+  one connection to send it to, and the modern era no connection-wide way back);
 * a cancelled downstream request cancels the forwarding task, and the Client cancels the
   upstream request on the wire.
 
@@ -51,6 +52,7 @@ from ..protocol.errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, McpErro
 from ..protocol.interactive import ELICIT, LIST_ROOTS, SAMPLE, CreateMessageParams, ElicitRequestParams, missing_capability
 from ..protocol.types import CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, Root
 from ..server.context import Context, relay_question
+from ..server.session import Session
 from ..transports.base import Servable, Transport
 
 __all__ = ["Link", "Connect", "Asking", "mirrored_options"]
@@ -102,8 +104,12 @@ class Link:
     downstream client's, mirrored upstream (None: a link every downstream client shares,
     declaring every question it can relay)."""
 
-    def __init__(self, connect: Connect, options: ClientOptions, capabilities: dict[str, Any] | None) -> None:
+    def __init__(
+        self, connect: Connect, options: ClientOptions, capabilities: dict[str, Any] | None, session: Session | None = None
+    ) -> None:
         wants = mirrored_options(options, capabilities)
+        #: The downstream legacy connection this link is its own (None: a shared link).
+        self.session = session
         self.active: list[Context] = []
         #: The exchange this link is lent to (bridge.py), if any.
         self.exchange: Asking | None = None
@@ -221,6 +227,8 @@ class Link:
         ctx = _CURRENT.get() or (self.active[-1] if self.active else None)
         if ctx is not None:
             await ctx.log(level, data, logger=logger)  # type: ignore[arg-type]
+        elif self.session is not None:  # between calls: to the connection this link is its own
+            self.session.log(level, data, logger)
 
 
 def _params(request: msgspec.Struct) -> dict[str, Any]:

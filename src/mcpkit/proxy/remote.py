@@ -251,7 +251,7 @@ class RemoteFeatures:
     async def _open_for(self, session: Session, pending: asyncio.Future[Link], capabilities: dict[str, Any]) -> None:
         """Open the link of ``session`` (its requests wait on ``pending``); close it when
         the session ends."""
-        link = Link(self._connect, self._options, capabilities)
+        link = Link(self._connect, self._options, capabilities, session)
         try:
             await link.open()
         except BaseException as exc:

@@ -268,8 +268,8 @@ class Server(Registration):
     def connect(self, session: Session, outbound: Outbound) -> Callable[[], Awaitable[None]]:
         """A transport's legacy connection can carry server-initiated messages through
         ``outbound``: from now on (once ``session`` is initialized) it hears every list
-        change and the updates of the resources it subscribes to. Returns the coroutine
-        function that stops it."""
+        change and the updates of the resources it subscribes to, and ``session.log``
+        reaches it. Returns the coroutine function that stops it."""
         hub = self._registry.hub
         subscriber = Subscriber(
             outbound.notify,
@@ -279,8 +279,11 @@ class Server(Registration):
             ready=lambda: session.initialized,
         )
         hub.add(subscriber)
+        session.outbound = outbound
 
         async def stop() -> None:
+            if session.outbound is outbound:
+                session.outbound = None
             await hub.remove(subscriber)
 
         return stop

@@ -1,11 +1,13 @@
-"""A connection's legacy-era state: what ``initialize`` established."""
+"""A connection's legacy-era state: what ``initialize`` established, and the way to its
+client outside any request (once a transport has connected it: :meth:`Server.connect`)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from ..protocol.types import Implementation
+from ..protocol.types import LOG_LEVELS, Implementation
+from ..runtime.outbound import Outbound
 
 __all__ = ["Session"]
 
@@ -14,7 +16,16 @@ class Session:
     """Per-connection legacy-era state (a stdio process, an in-memory pair, an HTTP
     session). Modern requests get a fresh, never-initialized one."""
 
-    __slots__ = ("client_capabilities", "client_info", "initialized", "log_level", "protocol_version", "resource_uris", "_ended")
+    __slots__ = (
+        "client_capabilities",
+        "client_info",
+        "initialized",
+        "log_level",
+        "outbound",
+        "protocol_version",
+        "resource_uris",
+        "_ended",
+    )
 
     def __init__(self) -> None:
         self.initialized = False
@@ -24,6 +35,8 @@ class Session:
         self.log_level: str | None = None
         #: The resources this connection subscribed to (``resources/subscribe``).
         self.resource_uris: set[str] = set()
+        #: The connection's way to its client outside any request, while connected.
+        self.outbound: Outbound | None = None
         self._ended: asyncio.Future[None] | None = None
 
     def ended(self) -> asyncio.Future[None]:
@@ -37,3 +50,22 @@ class Session:
         fut = self.ended()
         if not fut.done():
             fut.set_result(None)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """A ``notifications/message`` to this connection's client outside any request
+        (another server's message, relayed by a proxy), if its level lets it through —
+        everything until the client sets one with ``logging/setLevel``. Dropped before the
+        session is initialized, for a level that is not one, and with no connection; never
+        raises."""
+        outbound = self.outbound
+        if outbound is None or not self.initialized or level not in _RANK:
+            return
+        if self.log_level is not None and _RANK[level] < _RANK.get(self.log_level, 0):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        outbound.notify("notifications/message", params)
+
+
+_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
