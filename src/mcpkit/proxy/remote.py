@@ -169,6 +169,19 @@ class RemoteFeatures:
     def header_rules(self, tool: str) -> HeaderRules:
         return self._header_rules.get(tool, {})
 
+    def roots_changed(self, session: Session) -> None:
+        pending = self._sessions.get(session)
+        opened = pending is not None and pending.done() and not pending.cancelled() and pending.exception() is None
+        link = pending.result() if opened and pending is not None else None
+        if link is None and not self._per_session:
+            link = self._primary  # the one upstream session every client shares
+        era = link.client.era if link is not None else None
+        if link is None or era is None or BY_NAME[era].stateless:
+            return  # no upstream session yet (it will ask when opened), or a modern one (it asks each time)
+        task = asyncio.ensure_future(_tell_roots_changed(link))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     def serves(self, kind: Kind, key: str) -> bool:
         return self._selection.everything or self.has(kind, key)
 
@@ -333,6 +346,13 @@ class RemoteFeatures:
             except Exception:
                 log.warning("the proxy stopped watching the upstream server for changes", exc_info=True)
                 return
+
+
+async def _tell_roots_changed(link: Link) -> None:
+    """Send ``notifications/roots/list_changed`` on ``link``; a link already closed is
+    skipped."""
+    with contextlib.suppress(McpError):
+        await link.client.send_notification("notifications/roots/list_changed")
 
 
 def _with_header_rules(tools: list[Tool]) -> tuple[list[Tool], dict[str, HeaderRules]]:

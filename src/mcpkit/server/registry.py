@@ -28,6 +28,7 @@ from .context import Call, Context
 from .definitions.prompts import PromptDef
 from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
+from .session import Session
 from .settings import Settings
 from .tasks import TaskManager
 
@@ -139,6 +140,11 @@ class Remote(Protocol):
 
     def describe(self, kind: Kind, key: str) -> tuple[str, Any] | None:
         """What :meth:`Registry.describe` says of a remote feature, as last listed."""
+        ...
+
+    def roots_changed(self, session: Session) -> None:
+        """The client of the legacy connection ``session`` says its roots changed: the
+        remote server is told, on that connection's upstream session. Never raises."""
         ...
 
     def serves(self, kind: Kind, key: str) -> bool:
@@ -344,6 +350,14 @@ class Registry:
         if self.remote is not None and self.remote.has("resource", uri):
             return True
         return bool(self.mounts) and self.route("resource", uri) is not None
+
+    def roots_changed(self, session: Session) -> None:
+        """The client of the legacy connection ``session`` says its roots changed: the
+        remote servers (this registry's, and those of the servers mounted in it) are told."""
+        if self.remote is not None:
+            self.remote.roots_changed(session)
+        for mount in self.mounts:
+            mount.registry.roots_changed(session)
 
     def watch(self, uri: str) -> None:
         """A client subscribed to ``uri``: a remote server that offers it (here or in a

@@ -288,6 +288,16 @@ class Server(Registration):
 
         return stop
 
+    def notified(self, session: Session, method: str) -> None:
+        """The client of the legacy connection ``session`` sent the notification
+        ``method``: ``notifications/roots/list_changed`` is passed on to the server behind
+        a proxy (here or mounted), on the upstream session of that connection; the others
+        need nothing. Never raises."""
+        if method == "notifications/roots/list_changed":
+            self._registry.roots_changed(session)
+        elif method != "notifications/initialized":
+            log.debug("ignored notification %s", method)
+
     def running(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Hold this server's lifespan up for the duration (``async with
         server.running() as state:``): entered by the first user, exited after the last.
@@ -453,8 +463,7 @@ class Server(Registration):
             return self._dispatcher.serve(ev, session=session, outbound=peer)
 
         def on_notification(method: str, params: msgspec.Raw) -> None:
-            if method != "notifications/initialized":
-                log.debug("ignored notification %s", method)
+            self.notified(session, method)
 
         peer = Peer(
             transport,

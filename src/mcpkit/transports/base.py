@@ -62,6 +62,12 @@ class RequestHandler(Protocol):
         resource updates) through ``outbound`` from now on; returns what stops it."""
         ...
 
+    def notified(self, session: Any, method: str) -> None:
+        """The client of the legacy connection ``session`` sent the notification
+        ``method`` (any but a cancellation, which the transport acts on itself). Never
+        raises."""
+        ...
+
     def request_scopes(self, request: RequestReceived) -> tuple[str, ...]:
         """The scopes the tool, prompt or resource the request names requires (empty for
         other requests, unknown names and params that cannot be decoded). Never raises."""

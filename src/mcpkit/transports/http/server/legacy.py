@@ -234,6 +234,8 @@ class LegacyEndpoint:
                     ev.handle.cancel()
             elif isinstance(ev, ResponseReceived):
                 deliver(ev)
+            elif isinstance(ev, NotificationReceived):
+                self._handler.notified(session.server_session, ev.method)
         elif session_id:
             raise Reject(404, "Not Found: unknown or ended session")
         elif not (isinstance(ev, NotificationReceived) or ev is None):

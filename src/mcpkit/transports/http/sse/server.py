@@ -32,7 +32,7 @@ import msgspec
 from ....auth.identity import CURRENT
 from ....protocol.engine import Engine
 from ....protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError, flatten_text
-from ....protocol.events import CancelReceived, Event, Reply, RequestReceived, ResponseReceived
+from ....protocol.events import CancelReceived, Event, NotificationReceived, Reply, RequestReceived, ResponseReceived
 from ....protocol.sse import KEEPALIVE, encode_event
 from ....runtime.outbound import Notifier
 from ....runtime.outcome import deliver, run_request
@@ -263,6 +263,8 @@ class SseEndpoint:
                 ev.handle.cancel()
             elif isinstance(ev, ResponseReceived):
                 deliver(ev)
+            elif isinstance(ev, NotificationReceived):
+                self._handler.notified(session.server_session, ev.method)
         await send_empty(send, 202)
         if isinstance(ev, RequestReceived):
             self._start(session, ev)
