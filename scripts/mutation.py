@@ -103,11 +103,11 @@ TARGETS: dict[str, Target] = {
     ),
     "edge_auth": Target(
         "src/mcpkit/transports/http/server/edge_auth.py",
-        ("tests/e2e/auth/test_resource_server.py", "tests/hostile/test_principals.py"),
+        ("tests/e2e/auth/test_edge_auth.py", "tests/e2e/auth/test_resource_server.py", "tests/hostile/test_principals.py"),
     ),
     "host_origin": Target(
         "src/mcpkit/transports/http/server/security.py",
-        ("tests/e2e/http/test_server.py", "tests/hostile/test_probe_hosts.py"),
+        ("tests/e2e/http/test_host_origin.py", "tests/hostile/test_probe_hosts.py"),
     ),
     "tasks": Target(
         "src/mcpkit/server/tasks.py",

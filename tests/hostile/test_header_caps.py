@@ -63,7 +63,7 @@ def status_of(port: int, request: bytes, pieces: int = 1) -> str:
             for at in range(0, len(request), step):
                 sock.sendall(request[at : at + step])
                 if pieces > 1:
-                    time.sleep(0.001)
+                    time.sleep(0.001)  # the pieces arrive as separate reads, as the attack sends them
         answer = b""
         with contextlib.suppress(OSError):
             while chunk := sock.recv(65536):

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from support.auth import KeyServer, key_server, protected
+from support.waiting import until
 from support.wire import modern
 
 pytestmark = pytest.mark.timeout(120)
@@ -76,7 +77,8 @@ async def test_a_flood_of_distinct_forged_tokens_keeps_introspections_in_flight_
             ks.delay = 2.0
             ks.reset_counts()
             flood = [asyncio.ensure_future(_status(http, server.url, secrets.token_urlsafe(24))) for _ in range(200)]
-            await asyncio.sleep(0.5)
+            # the bound's worth of introspections are in flight (each takes 2 s)
+            await until(lambda: ks.introspections >= 16, what="the flood reached the introspection endpoint")
             assert await _status(http, server.url, "good-token") == 200  # served while the flood waits
             statuses = await asyncio.gather(*flood)
         print(

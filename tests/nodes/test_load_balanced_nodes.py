@@ -184,10 +184,7 @@ async def test_the_redis_stores(deployment: Deployment) -> None:
         two.sessions.listen(messages.append)
         one.bus.publish(Change("resource", "note://b"))
         await one.sessions.send(two.node_id, NodeMessage(kind="cancel", session_id="s9", sender=one.node_id, body=b"{}"))
-        for _ in range(100):
-            if heard and messages:
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: heard and messages, what="the change and the node message delivered")
         assert heard == [Change("resource", "note://b")]
         assert [(m.kind, m.session_id) for m in messages] == [("cancel", "s9")]
         await two.aclose()

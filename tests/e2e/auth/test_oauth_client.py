@@ -150,7 +150,7 @@ async def test_a_login_outlives_the_request_that_started_it(world: World) -> Non
     instead of starting another (the era is whichever question was answered first)."""
 
     async def slow_user(url: str) -> None:
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the user is slow on purpose: longer than discover_timeout (0.3 s)
         await browser(url)
 
     auth = OAuthClientAuth(redirect=LoopbackRedirect(open_url=slow_user, timeout=20))
@@ -355,7 +355,7 @@ async def test_a_login_longer_than_the_servers_keep_alive(world: World) -> None:
     guard = Guard(mcp_server().asgi_app(), lambda: world.auth_server, lambda: url, required=["mcp"])
 
     async def slow_user(authorization_url: str) -> None:
-        await asyncio.sleep(0.8)
+        await asyncio.sleep(0.8)  # the user is slow on purpose: longer than the server's keep-alive (0.2 s)
         await browser(authorization_url)
 
     auth = OAuthClientAuth(redirect=LoopbackRedirect(open_url=slow_user, timeout=20))

@@ -235,7 +235,7 @@ def test_introspection_and_function_verifiers(keys: tuple[KeyServer, str]) -> No
         assert post(url, "opaque-3").status_code == 401  # inactive
 
     async def check(tok: str) -> dict[str, Any] | None:
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # an async verifier that really suspends
         return {"sub": "carol", "scope": "mcp"} if tok == "let-me-in" else None
 
     auth = ResourceServer(resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=FunctionVerifier(check))

@@ -212,7 +212,7 @@ async def test_a_server_that_forgets_every_new_session_is_not_hammered(
                 await asyncio.sleep(0.05)
         took = time.monotonic() - started
         assert app.initializes == 1 + 3  # the first session, then the policy's three renewals
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # a pause for a wrong renewal to happen (the back-off is at most 1 s); nothing to wait for
         assert app.initializes == 4  # and no more
         assert (app.gets, app.pings) == (4, 3)  # each renewal checked the session first
         await client.list_tools()  # the session the last renewal opened still serves requests
@@ -235,7 +235,7 @@ async def test_a_get_refused_404_in_a_live_session_opens_no_new_one(
         async with asyncio.timeout(10):
             while "though session" not in caplog.text:  # noqa: ASYNC110 - a log record cannot notify
                 await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # a pause for a wrong new session to be opened; the right outcome is that nothing happens
         assert (app.initializes, app.gets, app.pings) == (1, 1, 1)
         await client.list_tools()
         assert client.transport.session_id == session  # type: ignore[attr-defined]

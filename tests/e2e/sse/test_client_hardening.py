@@ -120,15 +120,29 @@ async def test_cancelling_a_call_posts_the_cancellation_at_once(fake: tuple[str,
         assert cancelled["params"]["requestId"] == next(m["id"] for m in app.posted if m.get("method") == "tools/call")
 
 
+class Watched(SseTransport):
+    """An :class:`SseTransport` that keeps every message the client hands it (to POST, or
+    to queue behind a POST in progress)."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        super().__init__(url, **options)
+        self.handed: list[bytes] = []
+
+    def send(self, data: bytes) -> None:
+        self.handed.append(data)
+        super().send(data)
+
+
 async def test_a_cancelled_request_still_queued_is_never_sent(fake: tuple[str, Any]) -> None:
     """A request queued behind an unanswered POST and then cancelled is dropped: neither
     it nor its cancellation reaches the server; the requests after it do."""
     base, app = fake
-    async with asyncio.timeout(LIMIT), Client(SseTransport(f"{base}/sse", post_timeout=1.0), OPTIONS) as client:
+    transport = Watched(f"{base}/sse", post_timeout=1.0)
+    async with asyncio.timeout(LIMIT), Client(transport, OPTIONS) as client:
         hung = asyncio.create_task(client.call_tool("hang"))
         await until(lambda: "tools/call" in methods(app))
         queued = asyncio.create_task(client.call_tool("echo", {"text": "never"}))
-        await asyncio.sleep(0.1)
+        await until(lambda: any(b'"never"' in m for m in transport.handed), what="the call queued")
         queued.cancel()
         with pytest.raises(asyncio.CancelledError):
             await queued

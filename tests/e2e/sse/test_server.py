@@ -545,7 +545,7 @@ async def test_answers_waiting_for_an_unread_stream_are_bounded_in_bytes() -> No
                     refused = resp
                     break
                 accepted += 1
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.02)  # the pace of the POSTs (the verdict is a count bound, not a time)
             assert refused is not None, f"{accepted} answers of 1 MiB queued for a client that does not read"
             assert refused.status_code == 429
             assert refused.headers["retry-after"]

@@ -56,7 +56,7 @@ def test_large_answers_and_those_sent_behind_them_arrive_whole() -> None:
                 chunk = proc.stdout.readline(200_000)  # slowly, a piece at a time
                 assert chunk, "the server closed its stdout"
                 line += chunk
-                time.sleep(0.001)
+                time.sleep(0.001)  # a slow reader is what is tested: the server must wait for it
             answers.append(json.loads(line))
     finally:
         proc.stdin.close()

@@ -32,6 +32,7 @@ from mcpkit import (
 from mcpkit.transports.restart import CrashLog
 from support.eras import ERAS, LEGACY
 from support.processes import server_command
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -299,11 +300,8 @@ async def test_a_request_whose_deadline_passes_behind_a_stalled_write_is_never_s
         os.kill(transport.pid, signal.SIGSTOP)  # the server stops reading its stdin
         try:
             big = asyncio.create_task(client.call_tool("record", {"text": "big " + "x" * 4_000_000}))
-            for _ in range(10):
-                await asyncio.sleep(0)
-                if transport.write_blocked:
-                    break
-            assert transport.write_blocked  # 4 MB do not fit in the pipe: the write stalls
+            # 4 MB do not fit in the pipe: the write stalls
+            await until(lambda: transport.write_blocked, what="the write stalled")
             started = time.monotonic()
             with pytest.raises(RequestTimeout):
                 await client.call_tool("record", {"text": "late"}, timeout=0.3)

@@ -39,6 +39,7 @@ from mcpkit import (
 from support.eras import LEGACY, MODERN
 from support.paths import SERVERS
 from support.transports import MEMORY_AND_STDIO
+from support.waiting import until
 
 SERVER = str(SERVERS / "basic.py")
 BAD_TIMEOUTS = [0, 0.0, -1, -0.001, math.nan, math.inf, -math.inf]
@@ -366,8 +367,20 @@ SCRIPTED_SERVER = textwrap.dedent(
 )
 
 
-def scripted() -> StdioTransport:
-    return StdioTransport([sys.executable, "-c", SCRIPTED_SERVER])
+class Watched(StdioTransport):
+    """A :class:`StdioTransport` that keeps every message the client has written."""
+
+    def __init__(self, command: list[str]) -> None:
+        super().__init__(command)
+        self.sent: list[dict[str, Any]] = []
+
+    def send(self, data: bytes) -> None:
+        self.sent.append(json.loads(data))
+        super().send(data)
+
+
+def scripted() -> Watched:
+    return Watched([sys.executable, "-c", SCRIPTED_SERVER])
 
 
 @pytest.mark.e2e  # a scripted server process
@@ -404,9 +417,11 @@ async def test_timeout_writes_notifications_cancelled_and_ignores_the_late_respo
 
 @pytest.mark.e2e  # a scripted server process
 async def test_cancelling_the_task_writes_notifications_cancelled() -> None:
-    async with Client(scripted()) as client:
+    transport = scripted()
+    async with Client(transport) as client:
         task = asyncio.ensure_future(client.call_tool("late", {}, timeout=10))
-        await asyncio.sleep(0)  # one step of the task writes the request (the server holds it for 3 s)
+        # the request is written (the server holds it for 3 s)
+        await until(lambda: any(m.get("params", {}).get("name") == "late" for m in transport.sent), what="the call written")
         assert not task.done()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -528,11 +543,20 @@ CLIENT_PROCESS = textwrap.dedent(
     import asyncio, os, signal, sys
     from mcpkit import Client, ConnectionClosed, StdioTransport
 
+    class Counting(StdioTransport):
+        sleeps = 0
+
+        def send(self, data):
+            self.sleeps += b'"sleep"' in data
+            super().send(data)
+
     async def main():
-        transport = StdioTransport([sys.executable, SERVER])
+        transport = Counting([sys.executable, SERVER])
         async with Client(transport) as client:
             calls = [asyncio.ensure_future(client.call_tool("sleep", {"seconds": 60})) for _ in range(10)]
-            await asyncio.sleep(0)  # each call writes its request
+            async with asyncio.timeout(10):
+                while transport.sleeps < 10:  # each call writes its request
+                    await asyncio.sleep(0.01)
             await client.call_tool("echo", {"text": "x"})  # answered after the ten were read
             os.kill(transport.pid, signal.SIGKILL)
             results = await asyncio.gather(*calls, return_exceptions=True)

@@ -5,11 +5,13 @@ answering."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
 
 from mcpkit.runtime.threads import run_sync
+from support.waiting import until
 
 
 def test_plain_def_calls_finishing_together_each_get_their_own_outcome() -> None:
@@ -26,8 +28,14 @@ def test_plain_def_calls_finishing_together_each_get_their_own_outcome() -> None
                 assert str(out) == f"no {i}"
             else:
                 assert out == i * 2
-        slow = asyncio.ensure_future(run_sync(time.sleep, 0.2))
-        await asyncio.sleep(0.01)
+        running = threading.Event()
+
+        def slow_work() -> None:
+            running.set()
+            time.sleep(0.2)  # still running when it is cancelled: a plain def cannot be interrupted
+
+        slow = asyncio.ensure_future(run_sync(slow_work))
+        await until(running.is_set, what="the slow call runs on its thread")
         slow.cancel()
         with pytest.raises(asyncio.CancelledError):
             await slow

@@ -36,6 +36,7 @@ from support.eras import ERAS, LEGACY, MODERN
 from support.paths import SERVERS
 from support.processes import load_server
 from support.transports import MEMORY_AND_STDIO
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -84,12 +85,7 @@ async def connect(
 
 async def wait_for_log(conn: Conn, needle: str) -> str:
     """The server's log once it mentions ``needle`` (stderr of a subprocess can lag a little)."""
-    for _ in range(100):
-        text = conn.logs()
-        if needle in text:
-            return text
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{needle!r} never appeared in the server log:\n{conn.logs()}")
+    return await until(lambda: text if needle in (text := conn.logs()) else "", what=f"{needle!r} in the server log")
 
 
 def text_of(result: CallToolResult) -> str:

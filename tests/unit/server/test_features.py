@@ -279,7 +279,7 @@ async def test_sync_and_async_tools(era: str) -> None:
 
     @server.tool
     async def fast_async(text: str) -> str:
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # an async handler that really suspends
         return text.upper()
 
     async with client(server, era) as c:

@@ -502,6 +502,8 @@ async def test_stale_request_state_is_refused() -> None:
 
     async with Client(server, ClientOptions(protocol_version=MODERN, capabilities={"elicitation": {}})) as client:
         first = await client.send_request("tools/call", {"name": "ask", "arguments": {}})
+        # not synchronization: the state's age is what is tested, and it is older than its
+        # ttl (0.01 s, kept to the second) once this much time has passed, however loaded the machine
         await asyncio.sleep(1.1)
         with pytest.raises(McpError) as caught:
             await client.send_request(

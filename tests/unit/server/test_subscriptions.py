@@ -106,19 +106,13 @@ async def test_legacy_unsubscribe_stops_updates(connect: Any, kind: str) -> None
         await client.subscribe_resource("doc://readme")
         await client.call_tool("touch", {"uris": ["doc://readme"]})
         await client.ping()
-        for _ in range(50):
-            if seen:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: seen, what="the update")
         assert ("notifications/resources/updated", {"uri": "doc://readme"}) in seen
         await client.unsubscribe_resource("doc://readme")
         seen.clear()
         await client.call_tool("touch", {"uris": ["doc://readme"], "times": 3})
         await client.call_tool("add_tools", {"count": 1, "prefix": f"u{kind}"})  # a later notice, as a marker
-        for _ in range(50):
-            if seen:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: seen, what="the marker (or an update that should not be)")
         assert [m for m, _ in seen] == ["notifications/tools/list_changed"]
         await client.call_tool("remove_tools", {"count": 1, "prefix": f"u{kind}"})
 
@@ -228,10 +222,7 @@ async def test_slow_subscriber_is_collapsed_not_unbounded() -> None:
         assert sub.pending <= 101
         assert sub.collapsed > 0
         release.set()
-        for _ in range(100):
-            if not sub.pending:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: not sub.pending, what="the collapsed changes drained")
     finally:
         await sub.stop()
     notices = {(m, p.get("uri")) for m, p in sent}

@@ -475,7 +475,7 @@ async def test_a_task_belongs_to_whoever_started_it() -> None:
 
     @server.tool(task=True)
     async def slow() -> str:
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # still working while bob asks, usually; the verdict is the same once it is done
         return "mine"
 
     def verify(token: str) -> dict[str, Any] | None:
