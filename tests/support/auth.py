@@ -137,9 +137,7 @@ def make_server() -> Server:
     return server
 
 
-def token(
-    keys: tuple[KeyServer, str], url: str, *, kid: str = "k1", key: Any = None, alg: str = "RS256", **claims: Any
-) -> str:
+def token(keys: tuple[KeyServer, str], url: str, *, kid: str = "k1", key: Any = None, alg: str = "RS256", **claims: Any) -> str:
     """A token for ``url`` signed with ``alg`` by ``key`` (default: the key set's ``kid``),
     naming ``kid``; ``claims`` add to or (None) remove the usual ones."""
     ks, _ = keys

@@ -5,6 +5,9 @@ introspection answer that does not say plainly that the token is active."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
 import time
 import types
 from collections.abc import Iterator
@@ -20,7 +23,14 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from mcpkit.auth import verifiers
 from mcpkit.auth.identity import AccessToken
 from mcpkit.auth.server import ResourceServer
-from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, InvalidToken, JWTVerifier, TokenVerifier
+from mcpkit.auth.verifiers import (
+    FunctionVerifier,
+    IntrospectionVerifier,
+    InvalidToken,
+    JWTVerifier,
+    TokenVerifier,
+    VerifierUnavailable,
+)
 from support.auth import ISSUER, KeyServer, challenge, key_server, make_server, post, token
 from support.serving import serve_in_thread
 
@@ -127,17 +137,17 @@ def test_an_algorithm_not_accepted_is_refused(keyset: tuple[KeyServer, str]) -> 
         claims = {"iss": ISSUER, "aud": url, "sub": "alice", "scope": "mcp", "exp": int(time.time()) + 300}
         unsigned = jwt.encode(claims, None, algorithm="none", headers={"kid": "ec"})
         assert_refused(post(url, unsigned), auth, "the token's algorithm is not accepted")
-        public = ks.keys["k1"].public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        public = (
+            ks.keys["k1"].public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
         confused = _hs256(claims, public, kid="k1")
         assert_refused(post(url, confused), auth, "the token's algorithm is not accepted")
         assert_refused(post(url, "e30.e30.sig"), auth, "the token's algorithm is not accepted")  # a header without alg
 
 
 def _hs256(claims: dict[str, Any], secret: bytes, *, kid: str) -> str:
-    import base64
     import hashlib
     import hmac
-    import json
 
     def b64(data: bytes) -> str:
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -146,9 +156,7 @@ def _hs256(claims: dict[str, Any], secret: bytes, *, kid: str) -> str:
     return signing + "." + b64(hmac.new(secret, signing.encode(), hashlib.sha256).digest())
 
 
-@pytest.mark.parametrize(
-    "algorithms", [["none"], ["None"], ["NONE"], ["RS256", "none"], ["HS256"], ["ES256", "HS512"], [], ()]
-)
+@pytest.mark.parametrize("algorithms", [["none"], ["None"], ["NONE"], ["RS256", "none"], ["HS256"], ["ES256", "HS512"], [], ()])
 def test_unsigned_and_symmetric_algorithms_are_refused_at_construction(algorithms: list[str]) -> None:
     with pytest.raises(ValueError, match=r"^algorithms must be asymmetric signature algorithms \(not none, not HS\*\)$"):
         JWTVerifier("http://127.0.0.1:9/jwks", issuer=ISSUER, audience="a", algorithms=algorithms)
@@ -170,8 +178,6 @@ def test_the_jwt_verifier_itself_refuses_an_expired_token(keyset: tuple[KeyServe
             else:
                 out.append(f"{who.subject}, expires {who.expires_at is not None}")
         return out
-
-    import asyncio
 
     assert asyncio.run(verdicts()) == [
         "the token has expired",
@@ -236,9 +242,10 @@ def test_introspection_checks_the_audience_when_it_is_given() -> None:
                 "odd": {**common, "aud": {"urn:mcp": True}},
             }
         )
-        with guarded_by(
-            IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", audience="urn:mcp")
-        ) as (url, auth):
+        with guarded_by(IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", audience="urn:mcp")) as (
+            url,
+            auth,
+        ):
             for taken in ("one", "listed"):
                 assert_taken(post(url, taken))
             for refused in ("other", "others", "none", "odd"):
@@ -262,3 +269,253 @@ def test_a_function_verifier_takes_identities_and_claims_and_refuses_none() -> N
         assert_taken(post(url, "claims"))
         assert_taken(post(url, "object"))
         assert_refused(post(url, "other"), auth, "the token was refused")
+
+
+# --- the key set document ----------------------------------------------------------------------------
+
+
+class Document:
+    """An endpoint of the test's own answering ``status`` and ``body`` to every request,
+    counting them."""
+
+    def __init__(self, body: Any, status: int = 200) -> None:
+        self.body = body
+        self.status = status
+        self.requests = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        self.requests += 1
+        data = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
+        await send({"type": "http.response.start", "status": self.status, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": data})
+
+
+def _jwk(key: rsa.RSAPrivateKey, **extra: str) -> dict[str, Any]:
+    jwk: dict[str, Any] = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    return {**jwk, **extra}
+
+
+def _signed(key: Any, url: str, headers: dict[str, Any]) -> str:
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": url, "sub": "alice", "client_id": "app-1", "scope": "mcp", "exp": now + 300}
+    return jwt.encode(claims, key, algorithm="RS256", headers=headers)
+
+
+def test_a_one_key_set_verifies_tokens_naming_no_key_id_and_a_larger_one_does_not() -> None:
+    one, two = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
+    doc = Document({"keys": [_jwk(one)]})  # a key without a kid
+    with serve_in_thread(doc) as port:
+        with guarded_by(JWTVerifier(f"http://127.0.0.1:{port}/jwks", issuer=ISSUER, audience="x")) as (url, auth):
+            assert_taken(post(url, _signed(one, url, {})))
+            header = base64.urlsafe_b64encode(b'{"alg":"RS256","kid":7}').rstrip(b"=").decode()
+            numbered = header + "." + _signed(one, url, {}).split(".", 1)[1]
+            assert_refused(post(url, numbered), auth, "not a JWT")  # PyJWT refuses a kid that is not a string
+            assert_refused(post(url, _signed(one, url, {"kid": "a"})), auth, "the token is signed by an unknown key")
+        doc.body = {"keys": [_jwk(one, kid="a"), _jwk(two, kid="b")]}
+        with guarded_by(JWTVerifier(f"http://127.0.0.1:{port}/jwks", issuer=ISSUER, audience="x")) as (url, auth):
+            assert_taken(post(url, _signed(two, url, {"kid": "b"})))
+            assert_refused(post(url, _signed(one, url, {})), auth, "the token names no key id and the key set has several keys")
+            assert_refused(post(url, _signed(two, url, {"kid": "a"})), auth, "the token is invalid (InvalidSignatureError)")
+        doc.body = {"keys": [_jwk(one, kid="a"), _jwk(two)]}  # only keys with a kid are found by one
+        with guarded_by(JWTVerifier(f"http://127.0.0.1:{port}/jwks", issuer=ISSUER, audience="x")) as (url, auth):
+            assert_taken(post(url, _signed(one, url, {"kid": "a"})))
+            assert_refused(post(url, _signed(two, url, {})), auth, "the token names no key id and the key set has several keys")
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(500, {"keys": []}), (404, b"gone"), (200, b"<html>"), (200, {"keys": "none"}), (200, {"no": "keys"}), (200, [1])],
+)
+def test_a_key_set_that_cannot_be_had_is_503_with_retry_after(status: int, body: Any) -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with (
+        serve_in_thread(Document(body, status)) as port,
+        guarded_by(JWTVerifier(f"http://127.0.0.1:{port}/jwks", issuer=ISSUER, audience="x", timeout=2)) as (url, _),
+    ):
+        resp = post(url, _signed(key, url, {"kid": "a"}))
+        assert resp.status_code == 503, resp.text
+        assert int(resp.headers["retry-after"]) >= 1
+
+
+async def test_a_client_of_ones_own_is_used_and_left_open(keyset: tuple[KeyServer, str]) -> None:
+    ks, base = keyset
+    async with httpx.AsyncClient() as client:
+        verifier = JWTVerifier(
+            f"{base}/jwks", issuer=ISSUER, audience="urn:me", http_client=client, cache_ttl=0, max_stale=0, min_refetch=0
+        )
+        before = ks.fetches
+        for _ in range(2):
+            assert (await verifier.verify(token(keyset, "urn:me"))).subject == "alice"
+        assert ks.fetches >= before + 2  # fetched each time (cache_ttl 0), with the same client
+        assert not client.is_closed
+        introspect = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", http_client=client)
+        ks.active["mine"] = {"active": True, "sub": "alice", "scope": "mcp"}
+        assert (await introspect.verify("mine")).subject == "alice"
+        assert not client.is_closed
+        assert (await verifier.verify(token(keyset, "urn:me"))).subject == "alice"
+
+
+# --- introspection: what the authorization server is asked ---------------------------------------------
+
+
+def _clock(monkeypatch: pytest.MonkeyPatch, start: float) -> list[float]:
+    """The auth layer's ``time.time`` on a clock of the test's own (the server is in this process)."""
+    clock = [start]
+    monkeypatch.setattr(verifiers, "time", types.SimpleNamespace(time=lambda: clock[0], monotonic=time.monotonic))
+    return clock
+
+
+ALICE = {"active": True, "sub": "alice", "client_id": "app-1", "scope": "mcp"}
+
+
+def test_what_cannot_be_a_token_is_refused_without_asking() -> None:
+    with (
+        key_server() as (ks, base),
+        guarded_by(IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s")) as (url, auth),
+    ):
+        for bad in ("tok@en", "=abc", "a=b", "tok!", "a,b", "a;b", "a*b"):
+            assert_refused(post(url, bad), auth, "the token is malformed")
+        assert ks.introspections == 0
+        ks.active.update({t: ALICE for t in ("a-b.c_d~e+f/g==", "Zz09")})
+        for good in ("a-b.c_d~e+f/g==", "Zz09"):
+            assert_taken(post(url, good))
+        assert ks.introspections == 2
+
+
+def test_answers_are_cached_for_cache_ttl_and_never_past_exp(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = 2_000_000_000.0
+    clock = _clock(monkeypatch, now)
+    with key_server() as (ks, base):
+        ks.active["long"] = ALICE
+        ks.active["short"] = {**ALICE, "exp": now + 5}
+        verifier = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", cache_ttl=30, leeway=10)
+        with guarded_by(verifier) as (url, auth):
+            assert_taken(post(url, "long"))
+            assert_taken(post(url, "short"))
+            assert ks.introspections == 2
+            clock[0] = now + 14.9
+            assert_taken(post(url, "long"))
+            assert_taken(post(url, "short"))  # cached until exp + leeway
+            assert ks.introspections == 2
+            clock[0] = now + 15
+            assert_refused(post(url, "short"), auth, "the token has expired")
+            assert ks.introspections == 3  # the cached answer lapsed with exp + leeway: asked again
+            clock[0] = now + 29.9
+            assert_taken(post(url, "long"))
+            assert ks.introspections == 3
+            clock[0] = now + 30
+            assert_taken(post(url, "long"))
+            assert ks.introspections == 4  # cache_ttl passed: asked again
+        uncached = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", cache_ttl=0)
+        with guarded_by(uncached) as (url, _):
+            assert_taken(post(url, "long"))
+            assert_taken(post(url, "long"))
+            assert ks.introspections == 6
+
+
+def test_refusals_are_cached_for_negative_ttl(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = 2_000_000_000.0
+    clock = _clock(monkeypatch, now)
+    with key_server() as (ks, base):
+        ks.active["late"] = {"active": False}
+        verifier = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", negative_ttl=10)
+        with guarded_by(verifier) as (url, auth):
+            for _ in range(3):
+                assert_refused(post(url, "late"), auth, "the token is not active")
+            assert ks.introspections == 1
+            ks.active["late"] = ALICE  # became active meanwhile: not seen until negative_ttl has passed
+            clock[0] = now + 9.9
+            assert_refused(post(url, "late"), auth, "the token is not active")
+            assert ks.introspections == 1
+            clock[0] = now + 10
+            assert_taken(post(url, "late"))
+            assert ks.introspections == 2
+        ks.active["late"] = {"active": False}
+        with guarded_by(IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", negative_ttl=0)) as (
+            url,
+            auth,
+        ):
+            assert_refused(post(url, "late"), auth, "the token is not active")
+            assert_refused(post(url, "late"), auth, "the token is not active")
+            assert ks.introspections == 4  # nothing remembered
+
+
+def test_the_caches_hold_max_cached_tokens_each_the_oldest_making_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verifiers, "MAX_CACHED", 2)
+    with key_server() as (ks, base):
+        ks.active.update({"a": ALICE, "b": ALICE, "c": ALICE})
+        with guarded_by(IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s")) as (url, auth):
+            for tok in ("a", "b", "a", "c"):  # "a" again: still cached, and not moved
+                assert_taken(post(url, tok))
+            assert ks.introspections == 3
+            assert_taken(post(url, "c"))
+            assert ks.introspections == 3
+            assert_taken(post(url, "a"))  # made room for "c"
+            assert ks.introspections == 4
+            for tok in ("x", "y", "z", "y", "x"):
+                assert_refused(post(url, tok), auth, "the token is not active")
+            assert ks.introspections == 8  # x, y, z, then x again (z made room for it)
+
+
+async def test_one_token_presented_at_once_is_introspected_once() -> None:
+    with key_server() as (ks, base):
+        ks.active["tok"] = ALICE
+        verifier = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", timeout=10)
+        ks.delay = 60.0
+        calls = [asyncio.ensure_future(verifier.verify("tok")) for _ in range(5)]
+        await _until(lambda: ks.introspections == 1)
+        ks.delay = 0.0
+        assert [who.subject for who in await asyncio.gather(*calls)] == ["alice"] * 5
+        assert ks.introspections == 1
+        assert (await verifier.verify("tok")).subject == "alice"  # and then from the cache
+        assert ks.introspections == 1
+
+
+async def test_introspections_in_flight_are_bounded_and_a_token_nobody_waits_for_is_not_asked() -> None:
+    """With two slots, four tokens at once against an endpoint that hangs: two are asked,
+    the other two wait for a slot; all four get 503 when ``timeout`` passes, and the two
+    that waited are not asked when a slot frees after that, since nobody waits for them."""
+    with key_server() as (ks, base):
+        for tok in "abcd":
+            ks.active[tok] = ALICE
+        verifier = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", max_concurrent=2, timeout=2)
+        ks.delay = 60.0
+        calls = [asyncio.ensure_future(verifier.verify(tok)) for tok in "abcd"]
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        assert all(isinstance(o, VerifierUnavailable) and o.retry_after == 1 for o in outcomes), outcomes
+        ks.delay = 0.0
+        await asyncio.sleep(0.5)  # time for a freed slot to be (wrongly) used
+        assert (ks.introspections, ks.peak) == (2, 2)
+        for tok in "cd":
+            assert (await verifier.verify(tok)).subject == "alice"
+        assert ks.introspections == 4
+
+
+async def test_an_endpoint_that_does_not_answer_in_time_is_503() -> None:
+    with key_server() as (ks, base):
+        ks.active["tok"] = ALICE
+        verifier = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", timeout=1)
+        ks.delay = 60.0
+        with pytest.raises(VerifierUnavailable) as caught:
+            await verifier.verify("tok")
+        assert str(caught.value) == "no introspection answer within 1 s"
+        assert caught.value.retry_after == 1
+        ks.delay = 0.0
+
+
+@pytest.mark.parametrize(("status", "body"), [(500, {"active": True}), (200, b"not json"), (401, b"{}")])
+def test_an_introspection_endpoint_that_fails_is_503(status: int, body: Any) -> None:
+    with serve_in_thread(Document(body, status)) as port:
+        verifier = IntrospectionVerifier(f"http://127.0.0.1:{port}/introspect", client_id="rs", client_secret="s")
+        with guarded_by(verifier) as (url, _):
+            resp = post(url, "tok")
+            assert resp.status_code == 503
+            assert resp.headers["retry-after"] == "5"
+
+
+async def _until(condition: Any) -> None:
+    async with asyncio.timeout(20):
+        while not condition():  # noqa: ASYNC110 - the key server runs in another thread
+            await asyncio.sleep(0.01)

@@ -142,16 +142,16 @@ def test_the_mac_is_all_of_hmac_sha256_and_every_bit_of_it_counts() -> None:
 
 @pytest.mark.parametrize("key", [b"", b"x", b"x" * 15])
 def test_a_short_state_key_is_refused(key: bytes) -> None:
-    with pytest.raises(ValueError, match="^the requestState key must be at least 16 bytes$"):
+    with pytest.raises(ValueError, match=r"^the requestState key must be at least 16 bytes$"):
         StateSealer(key, 60)
-    with pytest.raises(ValueError, match="^the requestState key must be at least 16 bytes$"):
+    with pytest.raises(ValueError, match=r"^the requestState key must be at least 16 bytes$"):
         Server("short", state_key=key)
     assert StateSealer(key + b"y" * (16 - len(key)), 60).ttl == 60  # 16 bytes will do
 
 
 @pytest.mark.parametrize("ttl", [0, -1, -0.5, float("nan")])
 def test_a_ttl_that_is_not_positive_is_refused(ttl: float) -> None:
-    with pytest.raises(ValueError, match="^the requestState ttl must be positive$"):
+    with pytest.raises(ValueError, match=r"^the requestState ttl must be positive$"):
         StateSealer(b"k" * 16, ttl)
 
 
