@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
+import re
 import time
 import types
 from collections.abc import Iterator
@@ -160,6 +162,54 @@ def _hs256(claims: dict[str, Any], secret: bytes, *, kid: str) -> str:
 def test_unsigned_and_symmetric_algorithms_are_refused_at_construction(algorithms: list[str]) -> None:
     with pytest.raises(ValueError, match=r"^algorithms must be asymmetric signature algorithms \(not none, not HS\*\)$"):
         JWTVerifier("http://127.0.0.1:9/jwks", issuer=ISSUER, audience="a", algorithms=algorithms)
+
+
+@pytest.mark.parametrize("leeway", [-1, -0.001, float("inf"), float("nan"), True, "1", None])
+def test_a_leeway_must_be_a_finite_number_of_seconds_at_least_zero(leeway: Any) -> None:
+    for make in (
+        lambda: JWTVerifier("http://127.0.0.1:9/jwks", issuer=ISSUER, audience="a", leeway=leeway),
+        lambda: IntrospectionVerifier("http://127.0.0.1:9/i", client_id="c", client_secret="s", leeway=leeway),
+        lambda: FunctionVerifier(lambda t: None, leeway=leeway),
+    ):
+        with pytest.raises(ValueError, match=r"^leeway must be a finite number of seconds >= 0$"):
+            make()
+
+
+@pytest.mark.parametrize("value", [-1, float("inf"), float("nan"), True, "1", None])
+@pytest.mark.parametrize(
+    ("name", "make"),
+    [
+        *[
+            (name, lambda v, name=name: JWTVerifier("http://127.0.0.1:9/jwks", issuer=ISSUER, audience="a", **{name: v}))
+            for name in ("timeout", "cache_ttl", "max_stale", "min_refetch", "max_backoff")
+        ],
+        *[
+            (
+                name,
+                lambda v, name=name: IntrospectionVerifier("http://127.0.0.1:9/i", client_id="c", client_secret="s", **{name: v}),
+            )
+            for name in ("timeout", "cache_ttl", "negative_ttl")
+        ],
+    ],
+)
+def test_durations_are_finite_numbers_of_seconds(name: str, make: Any, value: Any) -> None:
+    bound = "> 0" if name == "timeout" else ">= 0"
+    with pytest.raises(ValueError, match=f"^{name} must be a finite number of seconds {re.escape(bound)}$"):
+        make(value)
+    if name == "timeout":
+        with pytest.raises(ValueError, match=r"^timeout must be a finite number of seconds > 0$"):
+            make(0)
+        assert make(0.01).timeout == 0.01
+    else:
+        make(0)  # zero is fine: no caching, no staleness, no wait
+        make(0.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4", None])
+def test_max_concurrent_is_an_integer_at_least_one(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"^max_concurrent must be an integer >= 1$"):
+        IntrospectionVerifier("http://127.0.0.1:9/i", client_id="c", client_secret="s", max_concurrent=bad)
+    assert IntrospectionVerifier("http://127.0.0.1:9/i", client_id="c", client_secret="s", max_concurrent=1).max_concurrent == 1
 
 
 def test_the_jwt_verifier_itself_refuses_an_expired_token(keyset: tuple[KeyServer, str]) -> None:
@@ -325,18 +375,61 @@ def test_a_one_key_set_verifies_tokens_naming_no_key_id_and_a_larger_one_does_no
 
 
 @pytest.mark.parametrize(
-    ("status", "body"),
-    [(500, {"keys": []}), (404, b"gone"), (200, b"<html>"), (200, {"keys": "none"}), (200, {"no": "keys"}), (200, [1])],
+    ("status", "body", "reason"),
+    [
+        (500, {"keys": []}, "HTTP 500"),
+        (404, b"gone", "HTTP 404"),
+        (201, None, "HTTP 201"),  # None: a good key set, but not a 200
+        (200, b"<html>", "JSONDecodeError"),
+        (200, {"keys": "none"}, "PyJWKSetError"),
+        (200, {"no": "keys"}, "PyJWKSetError"),
+        (200, [1], "AttributeError"),
+    ],
 )
-def test_a_key_set_that_cannot_be_had_is_503_with_retry_after(status: int, body: Any) -> None:
+def test_a_key_set_that_cannot_be_had_is_503_and_logged(
+    caplog: pytest.LogCaptureFixture, status: int, body: Any, reason: str
+) -> None:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     with (
-        serve_in_thread(Document(body, status)) as port,
+        caplog.at_level(logging.WARNING, logger="mcpkit.auth"),
+        serve_in_thread(Document({"keys": [_jwk(key, kid="a")]} if body is None else body, status)) as port,
         guarded_by(JWTVerifier(f"http://127.0.0.1:{port}/jwks", issuer=ISSUER, audience="x", timeout=2)) as (url, _),
     ):
         resp = post(url, _signed(key, url, {"kid": "a"}))
         assert resp.status_code == 503, resp.text
-        assert int(resp.headers["retry-after"]) >= 1
+        assert resp.headers["retry-after"] == "1"  # the back-off after a first failure
+    logged = [r.getMessage() for r in caplog.records if r.name == "mcpkit.auth"]
+    assert f"cannot verify tokens: cannot fetch the key set: {reason}" in logged, logged
+
+
+@pytest.mark.parametrize(
+    ("claims", "why"),
+    [
+        ({"aud": "https://other.example/mcp"}, "the token is not for this resource (aud)"),
+        ({"iss": "https://evil.example"}, "the token is from another issuer"),
+        ({"exp": 1_000_000_000}, "the token has expired"),
+        ({"exp": None}, "the token is invalid (MissingRequiredClaimError)"),
+        ({"iss": None}, "the token is invalid (MissingRequiredClaimError)"),
+        ({"aud": None}, "the token is invalid (MissingRequiredClaimError)"),
+        ({"exp": "tomorrow"}, "the token is invalid (DecodeError)"),
+    ],
+)
+def test_each_bad_claim_is_refused_saying_which(
+    keyset: tuple[KeyServer, str], jwt_guarded: tuple[str, ResourceServer], claims: dict[str, Any], why: str
+) -> None:
+    url, auth = jwt_guarded
+    assert_refused(post(url, token(keyset, url, **claims)), auth, why)
+
+
+def test_forged_and_unknown_and_malformed_tokens_are_refused_saying_which(
+    keyset: tuple[KeyServer, str], jwt_guarded: tuple[str, ResourceServer]
+) -> None:
+    url, auth = jwt_guarded
+    stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    assert_refused(post(url, token(keyset, url, key=stranger)), auth, "the token is invalid (InvalidSignatureError)")
+    assert_refused(post(url, token(keyset, url, key=stranger, kid="nope")), auth, "the token is signed by an unknown key")
+    for malformed in ("not-a-jwt", "a.b.c", "e30"):
+        assert_refused(post(url, malformed), auth, "not a JWT")
 
 
 async def test_a_client_of_ones_own_is_used_and_left_open(keyset: tuple[KeyServer, str]) -> None:
@@ -519,3 +612,94 @@ async def _until(condition: Any) -> None:
     async with asyncio.timeout(20):
         while not condition():  # noqa: ASYNC110 - the key server runs in another thread
             await asyncio.sleep(0.01)
+
+
+class Drip:
+    """An introspection endpoint that answers ``"drip"`` a space at a time (every 0.2 s,
+    so no read times out) until ``stop`` is set, and any other token at once: active."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.asked: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = (await receive()).get("body", b"")
+        tok = dict(p.split("=", 1) for p in body.decode().split("&") if "=" in p).get("token", "")
+        self.asked.append(tok)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        while tok == "drip" and not self.stop:
+            await send({"type": "http.response.body", "body": b" ", "more_body": True})
+            await asyncio.sleep(0.2)
+        await send({"type": "http.response.body", "body": json.dumps(ALICE).encode()})
+
+
+async def test_a_slot_is_held_while_the_endpoint_drips_its_answer_and_given_up_after_three_timeouts() -> None:
+    """One slot, taken by a token whose answer the endpoint drips (timeout 4 s). A second
+    token waits for the slot; a request for it that came 2 s later shares that wait, and is
+    told why it ended without a slot. The dripping introspection gives its slot up at
+    three timeouts (12 s): a request that joined it at 10 s is told so, and the slot
+    serves the second token."""
+    drip = Drip()
+    with serve_in_thread(drip) as port:
+        try:
+            url = f"http://127.0.0.1:{port}/introspect"
+            verifier = IntrospectionVerifier(url, client_id="rs", client_secret="s", max_concurrent=1, timeout=4)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            holder = asyncio.ensure_future(verifier.verify("drip"))
+            await _until(lambda: drip.asked == ["drip"])
+            first = asyncio.ensure_future(verifier.verify("other"))
+            await asyncio.sleep(2)
+            later = asyncio.ensure_future(verifier.verify("other"))
+            outcomes = await asyncio.gather(holder, first, later, return_exceptions=True)
+            assert [str(o) for o in outcomes] == [
+                "no introspection answer within 4 s",
+                "no introspection answer within 4 s",
+                "too many introspections in flight",
+            ]
+            await asyncio.sleep(started + 10 - loop.time())
+            with pytest.raises(VerifierUnavailable, match=r"^the introspection endpoint answers too slowly$") as caught:
+                await verifier.verify("drip")  # joins the introspection still dripping
+            assert caught.value.retry_after == 1
+            assert (await verifier.verify("other")).subject == "alice"  # the slot was given up
+            assert drip.asked == ["drip", "other"]
+        finally:
+            drip.stop = True
+
+
+# --- the identity a verifier's claims describe -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("claims", "who"),
+    [
+        ({"sub": "alice", "client_id": "app-1", "scope": "mcp extra"}, "alice via app-1 with extra mcp"),
+        ({"sub": 42, "azp": "app-2", "scp": ["mcp", 7]}, "42 via app-2 with 7 mcp"),
+        ({"sub": "alice", "client_id": "app-1", "azp": "app-2", "scope": "mcp", "scp": "other"}, "alice via app-1 with mcp"),
+        ({"sub": None, "client_id": "svc", "scp": ("mcp",)}, "None via svc with mcp"),
+        ({"sub": "alice", "scope": 5}, "403"),  # no scopes at all
+        ({"sub": "alice", "scope": "mcp", "exp": True}, "alice via None with mcp"),  # not a time
+        ({"sub": "alice", "scope": "mcp", "exp": "0"}, "alice via None with mcp"),
+        ({"sub": "alice", "scope": "mcp", "exp": 1}, "401"),  # a time, long past
+        ({"sub": "alice", "scope": "mcp", "exp": 1.5}, "401"),
+    ],
+)
+def test_the_identity_the_claims_describe(claims: dict[str, Any], who: str) -> None:
+    with guarded_by(FunctionVerifier(lambda tok: claims)) as (url, _):
+        resp = post(url, "tok")
+        if who.isdigit():
+            assert resp.status_code == int(who), resp.text
+        else:
+            assert resp.json()["result"]["content"][0]["text"] == who
+
+
+def test_a_verifier_function_may_be_sync_and_must_return_an_identity(caplog: pytest.LogCaptureFixture) -> None:
+    answers: dict[str, Any] = {"claims": {"sub": "alice", "client_id": "app-1", "scope": "mcp"}, "odd": 42}
+    with caplog.at_level(logging.ERROR, logger="mcpkit.auth"), guarded_by(FunctionVerifier(answers.get)) as (url, auth):
+        assert_taken(post(url, "claims"))
+        assert_refused(post(url, "unknown"), auth, "the token was refused")
+        assert post(url, "odd").status_code == 503
+    (record,) = [r for r in caplog.records if r.name == "mcpkit.auth"]
+    assert "TypeError: a verifier function must return an AccessToken, a claims dict or None" in record.getMessage()
