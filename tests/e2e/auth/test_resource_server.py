@@ -19,7 +19,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcpkit import AccessToken, Client, ClientOptions, Context, HttpTransport
-from mcpkit.auth.server import MAX_AUTHORIZATION_HEADER, ResourceServer
+from mcpkit.auth.server import MAX_AUTHORIZATION_HEADER, AuthRefusal, ResourceServer
 from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, InvalidToken, JWTVerifier, VerifierUnavailable
 from support import wire
 from support.auth import ISSUER, KeyServer, challenge, make_server, post, token
@@ -387,7 +387,9 @@ def test_a_verifier_that_fails_unforeseen_is_503_logged_without_the_token(caplog
             (record,) = [r for r in caplog.records if r.name == "mcpkit.auth"]
             assert record.levelno == logging.ERROR
             message = record.getMessage()
-            assert message.startswith("the token verifier failed; the request is refused with 503: Traceback")
+            assert message.startswith(
+                "the token verifier failed; the request is refused with 503: Traceback (most recent call last):\n  File "
+            )
             assert cause in message
             assert secret not in message
 
@@ -424,3 +426,32 @@ def test_an_identity_without_a_principal_is_known_by_its_token() -> None:
     assert texts[0].endswith(f" {digest}")
     assert texts[0] != texts[1]
     assert texts[2] == f"{ALICE.principal} None"
+
+
+class _Down(VerifierUnavailable):
+    """A verifier's own kind of outage that never set ``retry_after``."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "down for maintenance")
+
+
+def test_an_outage_of_a_kind_of_ones_own_is_503_with_the_default_retry_after() -> None:
+    failure = _Down()
+    assert not hasattr(failure, "retry_after")
+    with scripted({"tok": failure}) as (url, _):
+        resp = raw(url, "Bearer tok")
+        assert text(resp) == (503, "Service Unavailable: cannot verify tokens now")
+        assert resp.headers["retry-after"] == "5"
+
+
+async def test_authenticate_checks_the_required_scopes_unless_told_not_to() -> None:
+    auth = ResourceServer(
+        resource="https://x/mcp",
+        authorization_servers=[ISSUER],
+        verifier=Scripted({"tok": AccessToken("alice", None, frozenset({"read"}))}),
+        required_scopes=["mcp"],
+    )
+    with pytest.raises(AuthRefusal) as caught:
+        await auth.authenticate("Bearer tok")
+    assert caught.value.status == 403
+    assert (await auth.authenticate("Bearer tok", check_scopes=False)).subject == "alice"

@@ -22,7 +22,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from mcpkit.auth import verifiers
+from mcpkit.auth import jwks, verifiers
 from mcpkit.auth.identity import AccessToken
 from mcpkit.auth.server import ResourceServer
 from mcpkit.auth.verifiers import (
@@ -79,8 +79,10 @@ def keyset() -> Iterator[tuple[KeyServer, str]]:
         yield ks, base
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def jwt_guarded(keyset: tuple[KeyServer, str]) -> Iterator[tuple[str, ResourceServer]]:
+    """A server guarded by a JWT verifier of its own (made in each test: what a test
+    exercises includes building it)."""
     _, base = keyset
     with guarded_by(JWTVerifier(f"{base}/jwks", issuer=ISSUER, audience="placeholder", timeout=2)) as found:
         yield found
@@ -210,6 +212,70 @@ def test_max_concurrent_is_an_integer_at_least_one(bad: Any) -> None:
     with pytest.raises(ValueError, match=r"^max_concurrent must be an integer >= 1$"):
         IntrospectionVerifier("http://127.0.0.1:9/i", client_id="c", client_secret="s", max_concurrent=bad)
     assert IntrospectionVerifier("http://127.0.0.1:9/i", client_id="c", client_secret="s", max_concurrent=1).max_concurrent == 1
+
+
+async def test_the_jwt_verifier_takes_its_issuer_and_any_of_its_audiences(keyset: tuple[KeyServer, str]) -> None:
+    _, base = keyset
+    for audience in ("urn:me", ["urn:other", "urn:me"], ("urn:me",)):
+        verifier = JWTVerifier(f"{base}/jwks", issuer=ISSUER, audience=audience)
+        assert (await verifier.verify(token(keyset, "urn:me"))).subject == "alice"
+        for claims, why in (
+            ({"aud": "urn:else"}, "the token is not for this resource (aud)"),
+            ({"iss": "https://evil.example"}, "the token is from another issuer"),
+            ({"iss": None}, "the token is invalid (MissingRequiredClaimError)"),
+        ):
+            with pytest.raises(InvalidToken, match=f"^{re.escape(why)}$"):
+                await verifier.verify(token(keyset, "urn:me", **claims))
+
+
+async def test_the_jwt_verifier_defaults(keyset: tuple[KeyServer, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documented defaults, on a monotonic clock of the test's own (the key set's): a
+    key set is fresh for 300 s, then refreshed in the background; an unknown kid refetches
+    at most every 10 s; while the endpoint is down the last key set serves 3600 s past its
+    freshness; the back-off doubles up to 60 s; each fetch within 5 s."""
+    ks, base = keyset
+    clock = [1000.0]
+    monkeypatch.setattr(jwks, "time", types.SimpleNamespace(monotonic=lambda: clock[0], time=time.time))
+    verifier = JWTVerifier(f"{base}/jwks", issuer=ISSUER, audience="urn:me")
+    assert verifier.timeout == 5.0
+    good = token(keyset, "urn:me")
+    stranger = token(keyset, "urn:me", kid="k9", key=rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    ks.reset_counts()
+    await verifier.verify(good)
+    assert ks.fetches == 1
+    clock[0] = 1300.0
+    await verifier.verify(good)
+    await asyncio.sleep(0.2)
+    assert ks.fetches == 1  # still fresh
+    clock[0] = 1300.5
+    await verifier.verify(good)
+    await _until(lambda: ks.fetches == 2, timeout=10)  # refreshed in the background
+    clock[0] = 1310.4
+    with pytest.raises(InvalidToken, match=r"^the token is signed by an unknown key$"):
+        await verifier.verify(stranger)
+    assert ks.fetches == 2  # within min_refetch of the last fetch
+    clock[0] = 1310.6
+    with pytest.raises(InvalidToken, match=r"^the token is signed by an unknown key$"):
+        await verifier.verify(stranger)
+    assert ks.fetches == 3  # refetched for it
+    ks.down = True
+    try:
+        clock[0] = 1310.6 + 300 + 3600 - 0.1
+        await verifier.verify(good)  # stale, still serving; its refresh fails
+        await _until(lambda: ks.jwks_requests == 4, timeout=10)
+        await asyncio.sleep(0.2)
+        clock[0] = 1310.6 + 300 + 3600 + 0.1
+        with pytest.raises(VerifierUnavailable):
+            await verifier.verify(good)  # past max_stale: nothing is accepted
+        backoffs = []
+        for _ in range(7):
+            clock[0] += 100
+            with pytest.raises(VerifierUnavailable) as caught:
+                await verifier.verify(good)
+            backoffs.append(caught.value.retry_after)
+        assert backoffs == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    finally:
+        ks.down = False
 
 
 def test_the_jwt_verifier_itself_refuses_an_expired_token(keyset: tuple[KeyServer, str]) -> None:
@@ -434,20 +500,26 @@ def test_forged_and_unknown_and_malformed_tokens_are_refused_saying_which(
 
 async def test_a_client_of_ones_own_is_used_and_left_open(keyset: tuple[KeyServer, str]) -> None:
     ks, base = keyset
-    async with httpx.AsyncClient() as client:
+    sent: list[str] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request.url.path)
+
+    async with httpx.AsyncClient(event_hooks={"request": [record]}) as client:
         verifier = JWTVerifier(
             f"{base}/jwks", issuer=ISSUER, audience="urn:me", http_client=client, cache_ttl=0, max_stale=0, min_refetch=0
         )
-        before = ks.fetches
         for _ in range(2):
             assert (await verifier.verify(token(keyset, "urn:me"))).subject == "alice"
-        assert ks.fetches >= before + 2  # fetched each time (cache_ttl 0), with the same client
+        assert sent == ["/jwks", "/jwks"]  # fetched each time (cache_ttl 0), with this client
         assert not client.is_closed
         introspect = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", http_client=client)
         ks.active["mine"] = {"active": True, "sub": "alice", "scope": "mcp"}
         assert (await introspect.verify("mine")).subject == "alice"
+        assert sent == ["/jwks", "/jwks", "/introspect"]
         assert not client.is_closed
         assert (await verifier.verify(token(keyset, "urn:me"))).subject == "alice"
+        assert sent[-1] == "/jwks"
 
 
 # --- introspection: what the authorization server is asked ---------------------------------------------
@@ -608,8 +680,8 @@ def test_an_introspection_endpoint_that_fails_is_503(status: int, body: Any) -> 
             assert resp.headers["retry-after"] == "5"
 
 
-async def _until(condition: Any) -> None:
-    async with asyncio.timeout(20):
+async def _until(condition: Any, timeout: float = 20) -> None:
+    async with asyncio.timeout(timeout):
         while not condition():  # noqa: ASYNC110 - the key server runs in another thread
             await asyncio.sleep(0.01)
 
