@@ -465,7 +465,39 @@ def test_a_key_set_that_cannot_be_had_is_503_and_logged(
         assert resp.status_code == 503, resp.text
         assert resp.headers["retry-after"] == "1"  # the back-off after a first failure
     logged = [r.getMessage() for r in caplog.records if r.name == "mcpkit.auth"]
-    assert f"cannot verify tokens: cannot fetch the key set: {reason}" in logged, logged
+    assert logged == [
+        f"cannot fetch the key set from http://127.0.0.1:{port}/jwks ({reason}): tokens are refused (503); next try in 1 s",
+        f"cannot verify tokens: cannot fetch the key set: {reason}",
+    ], logged
+
+
+def test_a_key_set_that_does_not_come_within_timeout_is_503(caplog: pytest.LogCaptureFixture) -> None:
+    with (
+        caplog.at_level(logging.WARNING, logger="mcpkit.auth"),
+        key_server() as (ks, base),
+        guarded_by(JWTVerifier(f"{base}/jwks", issuer=ISSUER, audience="x", timeout=1)) as (url, _),
+    ):
+        ks.delay = 60.0
+        started = time.monotonic()
+        resp = post(url, token((ks, base), url))
+        ks.delay = 0.0
+        assert resp.status_code == 503
+        assert time.monotonic() - started < 10
+    logged = [r.getMessage() for r in caplog.records if r.name == "mcpkit.auth"]
+    assert "cannot verify tokens: cannot fetch the key set: no answer within 1 s" in logged, logged
+
+
+async def test_the_verifiers_timeout_applies_to_each_request_whatever_the_clients_default() -> None:
+    """A client of one's own whose default timeout is short: the verifier's requests wait
+    their own ``timeout`` (5 s) for an authorization server that answers after 1 s."""
+    async with httpx.AsyncClient(timeout=0.2) as client:
+        with key_server() as (ks, base):
+            ks.active["tok"] = ALICE
+            verifier = JWTVerifier(f"{base}/jwks", issuer=ISSUER, audience="urn:me", http_client=client)
+            introspect = IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", http_client=client)
+            ks.delay = 1.0
+            assert (await verifier.verify(token((ks, base), "urn:me"))).subject == "alice"
+            assert (await introspect.verify("tok")).subject == "alice"
 
 
 @pytest.mark.parametrize(
