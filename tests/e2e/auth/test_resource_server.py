@@ -395,12 +395,18 @@ def test_a_verifier_that_fails_unforeseen_is_503_logged_without_the_token(caplog
 
 
 def test_refusals_and_outages_are_logged_as_what_they_are(caplog: pytest.LogCaptureFixture) -> None:
-    answers = {"bad": InvalidToken("forged"), "down": VerifierUnavailable("the AS is down")}
+    answers = {"bad": InvalidToken("forged"), "down": VerifierUnavailable("the AS is down"), "mute": VerifierUnavailable()}
     with caplog.at_level(logging.DEBUG, logger="mcpkit.auth"), scripted(answers) as (url, _):
         raw(url, "Bearer bad")
         raw(url, "Bearer down")
+        resp = raw(url, "Bearer mute")  # an outage that says nothing: no message, no hint
+        assert (resp.status_code, resp.headers["retry-after"]) == (503, "5")
     logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "mcpkit.auth"]
-    assert logged == [(logging.DEBUG, "token refused: forged"), (logging.WARNING, "cannot verify tokens: the AS is down")]
+    assert logged == [
+        (logging.DEBUG, "token refused: forged"),
+        (logging.WARNING, "cannot verify tokens: the AS is down"),
+        (logging.WARNING, "cannot verify tokens: "),
+    ]
 
 
 def test_the_leeway_of_the_verifier_applies_to_every_identity() -> None:
