@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import json
 import logging
 import re
@@ -630,13 +631,21 @@ def test_refusals_are_cached_for_negative_ttl(monkeypatch: pytest.MonkeyPatch) -
             assert_taken(post(url, "late"))
             assert ks.introspections == 2
         ks.active["late"] = {"active": False}
+        with guarded_by(IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", negative_ttl=0.5)) as (
+            url,
+            auth,
+        ):
+            clock[0] = now + 100
+            assert_refused(post(url, "late"), auth, "the token is not active")
+            assert_refused(post(url, "late"), auth, "the token is not active")
+            assert ks.introspections == 3  # half a second is remembered too
         with guarded_by(IntrospectionVerifier(f"{base}/introspect", client_id="rs", client_secret="s", negative_ttl=0)) as (
             url,
             auth,
         ):
             assert_refused(post(url, "late"), auth, "the token is not active")
             assert_refused(post(url, "late"), auth, "the token is not active")
-            assert ks.introspections == 4  # nothing remembered
+            assert ks.introspections == 5  # nothing remembered
 
 
 def test_the_caches_hold_max_cached_tokens_each_the_oldest_making_room(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -670,7 +679,9 @@ async def test_one_token_presented_at_once_is_introspected_once() -> None:
         assert ks.introspections == 1
 
 
-async def test_introspections_in_flight_are_bounded_and_a_token_nobody_waits_for_is_not_asked() -> None:
+async def test_introspections_in_flight_are_bounded_and_a_token_nobody_waits_for_is_not_asked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """With two slots, four tokens at once against an endpoint that hangs: two are asked,
     the other two wait for a slot; all four get 503 when ``timeout`` passes, and the two
     that waited are not asked when a slot frees after that, since nobody waits for them."""
@@ -685,6 +696,9 @@ async def test_introspections_in_flight_are_bounded_and_a_token_nobody_waits_for
         ks.delay = 0.0
         await asyncio.sleep(0.5)  # time for a freed slot to be (wrongly) used
         assert (ks.introspections, ks.peak) == (2, 2)
+        del calls, outcomes
+        gc.collect()  # an introspection whose failure nobody awaited must not be reported as unretrieved
+        assert not [r.getMessage() for r in caplog.records if r.name == "asyncio"]
         for tok in "cd":
             assert (await verifier.verify(tok)).subject == "alice"
         assert ks.introspections == 4
@@ -807,3 +821,44 @@ def test_a_verifier_function_may_be_sync_and_must_return_an_identity(caplog: pyt
         assert post(url, "odd").status_code == 503
     (record,) = [r for r in caplog.records if r.name == "mcpkit.auth"]
     assert "TypeError: a verifier function must return an AccessToken, a claims dict or None" in record.getMessage()
+
+
+class Strict:
+    """An introspection endpoint that answers only its own client (HTTP Basic rs:s), with
+    the token as a form field: active for "tok", else not; 401 for anyone else."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = (await receive()).get("body", b"").decode()
+        auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+        self.seen.append((scope["method"], auth))
+        form = dict(p.split("=", 1) for p in body.split("&") if "=" in p)
+        if auth != "Basic " + base64.b64encode(b"rs:s").decode():
+            status, answer = 401, {"error": "invalid_client"}
+        else:
+            status, answer = 200, ALICE if form.get("token") == "tok" else {"active": False}
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+
+def test_introspection_posts_the_token_as_its_client() -> None:
+    endpoint = Strict()
+    with serve_in_thread(endpoint) as port:
+        url = f"http://127.0.0.1:{port}/introspect"
+        with guarded_by(IntrospectionVerifier(url, client_id="rs", client_secret="s")) as (mcp, auth):
+            assert_taken(post(mcp, "tok"))
+            assert_refused(post(mcp, "other"), auth, "the token is not active")
+        with guarded_by(IntrospectionVerifier(url, client_id="rs", client_secret="wrong")) as (mcp, _):
+            assert post(mcp, "tok").status_code == 503
+    assert [method for method, _ in endpoint.seen] == ["POST"] * 3
+
+
+def test_the_introspection_verifier_defaults() -> None:
+    verifier = IntrospectionVerifier("http://127.0.0.1:9/introspect", client_id="rs", client_secret="s")
+    assert (verifier.url, verifier.audience) == ("http://127.0.0.1:9/introspect", None)
+    assert (verifier.cache_ttl, verifier.timeout, verifier.negative_ttl, verifier.max_concurrent) == (30.0, 5.0, 10.0, 16)
+    assert verifier.leeway == 30.0
