@@ -777,6 +777,7 @@ async def test_a_slot_is_held_while_the_endpoint_drips_its_answer_and_given_up_a
                 "no introspection answer within 4 s",
                 "too many introspections in flight",
             ]
+            assert [getattr(o, "retry_after", None) for o in outcomes] == [1, 1, 1]
             await asyncio.sleep(started + 10 - loop.time())
             with pytest.raises(VerifierUnavailable, match=r"^the introspection endpoint answers too slowly$") as caught:
                 await verifier.verify("drip")  # joins the introspection still dripping
@@ -862,3 +863,25 @@ def test_the_introspection_verifier_defaults() -> None:
     assert (verifier.url, verifier.audience) == ("http://127.0.0.1:9/introspect", None)
     assert (verifier.cache_ttl, verifier.timeout, verifier.negative_ttl, verifier.max_concurrent) == (30.0, 5.0, 10.0, 16)
     assert verifier.leeway == 30.0
+
+
+async def test_a_request_still_waiting_gets_the_answer_when_another_for_the_same_token_gave_up() -> None:
+    """Two requests for one token wait for the only slot; the first is cancelled (its client
+    went away); when the slot frees, the token is asked about for the one still waiting."""
+    drip = Drip()
+    with serve_in_thread(drip) as port:
+        try:
+            url = f"http://127.0.0.1:{port}/introspect"
+            verifier = IntrospectionVerifier(url, client_id="rs", client_secret="s", max_concurrent=1, timeout=10)
+            holder = asyncio.ensure_future(verifier.verify("drip"))
+            await _until(lambda: drip.asked == ["drip"])
+            first = asyncio.ensure_future(verifier.verify("other"))
+            second = asyncio.ensure_future(verifier.verify("other"))
+            await asyncio.sleep(0.1)
+            first.cancel()
+            drip.stop = True  # the holder is answered: its slot frees
+            assert (await holder).subject == "alice"
+            assert (await second).subject == "alice"
+            assert drip.asked == ["drip", "other"]
+        finally:
+            drip.stop = True
