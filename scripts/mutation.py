@@ -95,11 +95,20 @@ TARGETS: dict[str, Target] = {
     ),
     "verifiers": Target(
         "src/mcpkit/auth/verifiers.py",
-        ("tests/e2e/auth/test_resource_server.py", "tests/e2e/auth/test_token_expiry.py"),
+        (
+            "tests/e2e/auth/test_verifiers.py",
+            "tests/e2e/auth/test_resource_server.py",
+            "tests/e2e/auth/test_token_expiry.py",
+            "tests/unit/auth/test_resource_server_settings.py",
+        ),
     ),
     "auth_server": Target(
         "src/mcpkit/auth/server.py",
-        ("tests/unit/auth/test_resource_server_settings.py", "tests/e2e/auth/test_resource_server.py"),
+        (
+            "tests/unit/auth/test_resource_server_settings.py",
+            "tests/e2e/auth/test_resource_server.py",
+            "tests/e2e/auth/test_token_expiry.py",
+        ),
     ),
     "edge_auth": Target(
         "src/mcpkit/transports/http/server/edge_auth.py",

@@ -19,7 +19,7 @@ from urllib.parse import unquote_plus
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from mcpkit import Context, Server
 from support.eras import MODERN
@@ -40,7 +40,7 @@ class KeyServer:
     ``peak`` the most that were in flight at once."""
 
     def __init__(self) -> None:
-        self.keys = {"k1": rsa.generate_private_key(public_exponent=65537, key_size=2048)}
+        self.keys: dict[str, Any] = {"k1": rsa.generate_private_key(public_exponent=65537, key_size=2048)}
         self.down = False
         self.delay = 0.0
         self.fetches = 0
@@ -51,10 +51,17 @@ class KeyServer:
         self.active: dict[str, dict[str, Any]] = {}
 
     def jwks(self) -> dict[str, Any]:
+        """The public halves of ``keys``: RSA keys as RS256 ones; EC and Ed25519 keys (a test
+        may add them) without an ``alg``, as many authorization servers publish them."""
         out = []
         for kid, key in self.keys.items():
-            jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
-            out.append({**jwk, "kid": kid, "alg": "RS256", "use": "sig"})
+            if isinstance(key, rsa.RSAPrivateKey):
+                jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())) | {"alg": "RS256"}
+            elif isinstance(key, ec.EllipticCurvePrivateKey):
+                jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(key.public_key()))
+            else:
+                jwk = json.loads(jwt.algorithms.OKPAlgorithm.to_jwk(key.public_key()))
+            out.append({**jwk, "kid": kid, "use": "sig"})
         return {"keys": out}
 
     def reset_counts(self) -> None:
@@ -130,13 +137,15 @@ def make_server() -> Server:
     return server
 
 
-def token(keys: tuple[KeyServer, str], url: str, *, kid: str = "k1", key: Any = None, **claims: Any) -> str:
+def token(keys: tuple[KeyServer, str], url: str, *, kid: str = "k1", key: Any = None, alg: str = "RS256", **claims: Any) -> str:
+    """A token for ``url`` signed with ``alg`` by ``key`` (default: the key set's ``kid``),
+    naming ``kid``; ``claims`` add to or (None) remove the usual ones."""
     ks, _ = keys
     now = int(time.time())
     body = {"iss": ISSUER, "aud": url, "sub": "alice", "client_id": "app-1", "scope": "mcp", "iat": now, "exp": now + 300}
     body.update(claims)
     body = {k: v for k, v in body.items() if v is not None}
-    return jwt.encode(body, key or ks.keys[kid], algorithm="RS256", headers={"kid": kid})
+    return jwt.encode(body, key or ks.keys[kid], algorithm=alg, headers={"kid": kid})
 
 
 def post(

@@ -135,6 +135,12 @@ def identity_from_claims(claims: dict[str, Any]) -> AccessToken:
     )
 
 
+#: The key type (JWK ``kty``) each family of signature algorithms verifies with: a token
+#: whose header pairs its algorithm with a key of another type is refused (PyJWT would raise
+#: ``TypeError`` for the pair, which is not the token being invalid).
+_KEY_TYPES: Final = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
+
+
 class JWTVerifier:
     """Verifies JWT access tokens signed by a key of the JWKS at ``jwks_url``.
 
@@ -233,10 +239,13 @@ class JWTVerifier:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
             raise InvalidToken("not a JWT") from None
-        if header.get("alg") not in self.algorithms:
+        alg = header.get("alg")
+        if alg not in self.algorithms:
             raise InvalidToken("the token's algorithm is not accepted")
         kid = header.get("kid")
         key = await self._key(kid if isinstance(kid, str) else None)
+        if _KEY_TYPES.get(alg[:2]) != key.key_type:
+            raise InvalidToken("the token's key is not of its algorithm's type")
         try:
             claims = jwt.decode(
                 token,

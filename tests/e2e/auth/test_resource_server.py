@@ -7,6 +7,9 @@ audience/issuer, endpoint down), introspection, per-tool scopes, the identity in
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,9 +18,10 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from mcpkit import Client, ClientOptions, HttpTransport
-from mcpkit.auth.server import ResourceServer
-from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, JWTVerifier
+from mcpkit import AccessToken, Client, ClientOptions, Context, HttpTransport
+from mcpkit.auth.server import MAX_AUTHORIZATION_HEADER, AuthRefusal, ResourceServer
+from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, InvalidToken, JWTVerifier, VerifierUnavailable
+from support import wire
 from support.auth import ISSUER, KeyServer, challenge, make_server, post, token
 from support.eras import LEGACY
 from support.serving import serve_in_thread
@@ -243,3 +247,217 @@ def test_introspection_and_function_verifiers(keys: tuple[KeyServer, str]) -> No
         url = f"http://127.0.0.1:{port}/mcp"
         assert post(url, "let-me-in").json()["result"]["content"][0]["text"] == "carol via None with mcp"
         assert post(url, "nope").status_code == 401
+
+
+# --- the refusals, exactly as a client gets them ---------------------------------------------------------
+
+
+class Scripted:
+    """A verifier of the test's own: ``answers[token]`` is returned, or raised if it is an
+    exception; ``leeway`` as given."""
+
+    def __init__(self, answers: dict[str, Any], leeway: Any = None) -> None:
+        self.answers = answers
+        if leeway is not None:
+            self.leeway = leeway
+
+    async def verify(self, tok: str) -> Any:
+        answer = self.answers[tok]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+ALICE = AccessToken("alice", "app-1", frozenset({"mcp"}))
+
+
+@contextlib.contextmanager
+def scripted(answers: dict[str, Any], **options: Any) -> Iterator[tuple[str, ResourceServer]]:
+    """A server guarded by :class:`Scripted` ``answers`` (required scope ``mcp`` unless
+    ``options`` say otherwise), on loopback: its MCP URL and its ``ResourceServer``."""
+    leeway = options.pop("leeway", None)
+    options.setdefault("required_scopes", ["mcp"])
+    auth = ResourceServer(
+        resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=Scripted(answers, leeway), **options
+    )
+    server = make_server()
+
+    @server.tool
+    def digest(ctx: Context) -> str:
+        who = ctx.identity
+        assert who is not None
+        return f"{who.principal} {who.token_digest}"
+
+    with serve_in_thread(server.asgi_app(auth=auth)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        auth.resource = url
+        yield url, auth
+
+
+def raw(url: str, authorization: str | None) -> httpx.Response:
+    """A modern ``tools/call whoami`` with this ``Authorization`` header (None: without one)."""
+    body, headers = wire.modern("tools/call", {"name": "whoami", "arguments": {}}, headers={"authorization": authorization})
+    return httpx.post(url, json=body, headers=headers, timeout=10)
+
+
+def text(resp: httpx.Response) -> tuple[int, str]:
+    """The status and the one-line text body of a refusal."""
+    return resp.status_code, resp.text.removesuffix("\n")
+
+
+def test_the_401s_say_exactly_what_is_missing() -> None:
+    with scripted({"tok": ALICE, "bad": InvalidToken('say "no" \\ politely')}) as (url, auth):
+        meta = f'resource_metadata="{auth.metadata_url}"'
+        resp = raw(url, None)
+        assert text(resp) == (401, "Unauthorized: a bearer token is required")
+        assert challenge(resp) == f'Bearer {meta}, scope="mcp"'
+        assert "retry-after" not in resp.headers
+        for header in ("Basic tok", "Bearer", "Bearer a b", "Bearertok", "tok"):
+            resp = raw(url, header)
+            assert text(resp) == (401, "Unauthorized: use Authorization: Bearer <token>"), header
+            assert challenge(resp) == f'Bearer {meta}, scope="mcp", error="invalid_request"', header
+        resp = raw(url, "Bearer bad")
+        assert text(resp) == (401, "Unauthorized: invalid token")
+        assert challenge(resp) == (
+            f'Bearer {meta}, scope="mcp", error="invalid_token", error_description="say \\"no\\" \\\\ politely"'
+        )
+        for spelled in ("Bearer tok", "bearer tok", "BEARER tok", "Bearer   tok"):
+            assert raw(url, spelled).status_code == 200, spelled
+
+
+def test_the_authorization_header_is_read_up_to_16_kib() -> None:
+    longest = "t" * (MAX_AUTHORIZATION_HEADER - len("Bearer "))
+    with scripted({longest: ALICE}) as (url, auth):
+        assert MAX_AUTHORIZATION_HEADER == 16 * 1024
+        assert raw(url, f"Bearer {longest}").status_code == 200
+        resp = raw(url, f"Bearer {longest}t")
+        assert text(resp) == (401, "Unauthorized: header too long")
+        assert challenge(resp) == f'Bearer resource_metadata="{auth.metadata_url}", scope="mcp", error="invalid_request"'
+
+
+def test_without_required_scopes_the_challenges_name_none() -> None:
+    with scripted({"tok": AccessToken("alice", None, frozenset())}, required_scopes=()) as (url, auth):
+        resp = raw(url, None)
+        assert challenge(resp) == f'Bearer resource_metadata="{auth.metadata_url}"'
+        assert raw(url, "Bearer tok").status_code == 200  # no scope needed for whoami
+        resp = post(url, "tok", params={"name": "admin", "arguments": {}})
+        assert resp.status_code == 403
+        assert challenge(resp) == f'Bearer resource_metadata="{auth.metadata_url}", scope="admin", error="insufficient_scope"'
+        assert text(resp) == (403, "Forbidden: insufficient scope")
+
+
+@pytest.mark.parametrize(
+    ("hint", "retry_after"),
+    [
+        (None, "5"),
+        (0.2, "1"),
+        (0, "1"),
+        (-3, "1"),
+        (1.5, "2"),
+        (3600, "3600"),
+        (7200, "3600"),
+        (float("inf"), "5"),
+        (float("nan"), "5"),
+        (True, "5"),
+        ("9", "5"),
+    ],
+)
+def test_an_unavailable_verifier_is_503_with_the_retry_after_it_suggests(hint: Any, retry_after: str) -> None:
+    failure = VerifierUnavailable("the AS is down")
+    failure.retry_after = hint
+    with scripted({"tok": failure}) as (url, _):
+        resp = raw(url, "Bearer tok")
+        assert text(resp) == (503, "Service Unavailable: cannot verify tokens now")
+        assert resp.headers["retry-after"] == retry_after
+        assert "www-authenticate" not in resp.headers
+
+
+def test_a_verifier_that_fails_unforeseen_is_503_logged_without_the_token(caplog: pytest.LogCaptureFixture) -> None:
+    secret = "tok-" + "s3cr3t" * 4
+    answers = {secret: RuntimeError(f"the database choked on {secret}"), "odd": "not an identity"}
+    with caplog.at_level(logging.DEBUG, logger="mcpkit.auth"), scripted(answers) as (url, _):
+        for tok, cause in (
+            (secret, "RuntimeError: the database choked on [the token]"),
+            ("odd", "TypeError: the verifier returned str, not an AccessToken"),
+        ):
+            caplog.clear()
+            resp = raw(url, f"Bearer {tok}")
+            assert text(resp) == (503, "Service Unavailable: cannot verify tokens now")
+            assert resp.headers["retry-after"] == "5"
+            (record,) = [r for r in caplog.records if r.name == "mcpkit.auth"]
+            assert record.levelno == logging.ERROR
+            message = record.getMessage()
+            assert message.startswith(
+                "the token verifier failed; the request is refused with 503: Traceback (most recent call last):\n  File "
+            )
+            assert cause in message
+            assert secret not in message
+
+
+def test_refusals_and_outages_are_logged_as_what_they_are(caplog: pytest.LogCaptureFixture) -> None:
+    answers = {"bad": InvalidToken("forged"), "down": VerifierUnavailable("the AS is down"), "mute": VerifierUnavailable()}
+    with caplog.at_level(logging.DEBUG, logger="mcpkit.auth"), scripted(answers) as (url, _):
+        raw(url, "Bearer bad")
+        raw(url, "Bearer down")
+        resp = raw(url, "Bearer mute")  # an outage that says nothing: no message, no hint
+        assert (resp.status_code, resp.headers["retry-after"]) == (503, "5")
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "mcpkit.auth"]
+    assert logged == [
+        (logging.DEBUG, "token refused: forged"),
+        (logging.WARNING, "cannot verify tokens: the AS is down"),
+        (logging.WARNING, "cannot verify tokens: "),
+    ]
+
+
+def test_the_leeway_of_the_verifier_applies_to_every_identity() -> None:
+    now = time.time()
+    answers = {
+        "recent": AccessToken("alice", None, frozenset({"mcp"}), expires_at=now - 5),
+        "older": AccessToken("alice", None, frozenset({"mcp"}), expires_at=now - 100),
+    }
+    for leeway, recent, older in ((None, 200, 401), (0, 401, 401), (300, 200, 200), ("junk", 200, 401)):
+        with scripted(answers, leeway=leeway) as (url, _):
+            assert raw(url, "Bearer recent").status_code == recent, leeway
+            assert raw(url, "Bearer older").status_code == older, leeway
+
+
+def test_an_identity_without_a_principal_is_known_by_its_token() -> None:
+    anonymous = AccessToken(None, None, frozenset({"mcp"}))
+    with scripted({"opaque-1": anonymous, "opaque-2": anonymous, "tok": ALICE}) as (url, _):
+        texts = [
+            post(url, t, params={"name": "digest", "arguments": {}}).json()["result"]["content"][0]["text"]
+            for t in ("opaque-1", "opaque-2", "tok")
+        ]
+    digest = hashlib.sha256(b"opaque-1").hexdigest()[:32]
+    assert texts[0].endswith(f" {digest}")
+    assert texts[0] != texts[1]
+    assert texts[2] == f"{ALICE.principal} None"
+
+
+class _Down(VerifierUnavailable):
+    """A verifier's own kind of outage that never set ``retry_after``."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "down for maintenance")
+
+
+def test_an_outage_of_a_kind_of_ones_own_is_503_with_the_default_retry_after() -> None:
+    failure = _Down()
+    assert not hasattr(failure, "retry_after")
+    with scripted({"tok": failure}) as (url, _):
+        resp = raw(url, "Bearer tok")
+        assert text(resp) == (503, "Service Unavailable: cannot verify tokens now")
+        assert resp.headers["retry-after"] == "5"
+
+
+async def test_authenticate_checks_the_required_scopes_unless_told_not_to() -> None:
+    auth = ResourceServer(
+        resource="https://x/mcp",
+        authorization_servers=[ISSUER],
+        verifier=Scripted({"tok": AccessToken("alice", None, frozenset({"read"}))}),
+        required_scopes=["mcp"],
+    )
+    with pytest.raises(AuthRefusal) as caught:
+        await auth.authenticate("Bearer tok")
+    assert caught.value.status == 403
+    assert (await auth.authenticate("Bearer tok", check_scopes=False)).subject == "alice"

@@ -58,3 +58,102 @@ def test_principals_are_unambiguous_whatever_the_strings() -> None:
     assert callers[0].principal == '["sub","https://as","client:svc"]'
     assert AccessToken("", "svc", frozenset()).principal == AccessToken(None, "svc", frozenset()).principal  # empty = absent
     assert AccessToken(None, None, frozenset()).principal is None
+
+
+@pytest.mark.parametrize("resource", ["/mcp", "ftp://x/mcp", "https:///mcp", "https://x/mcp#top", "x/mcp", "//x/mcp", ""])
+def test_the_resource_must_be_an_absolute_http_url_without_a_fragment(resource: str) -> None:
+    with pytest.raises(ValueError, match=r"^resource must be an absolute http\(s\) URL without a fragment$"):
+        ResourceServer(resource=resource, authorization_servers=[ISSUER], verifier=FunctionVerifier(lambda t: None))
+
+
+def test_at_least_one_authorization_server() -> None:
+    for servers in ([], ()):
+        with pytest.raises(ValueError, match=r"^name at least one authorization server$"):
+            ResourceServer(resource="https://x/mcp", authorization_servers=servers, verifier=FunctionVerifier(lambda t: None))
+
+
+@pytest.mark.parametrize(
+    ("resource", "path", "url", "paths"),
+    [
+        (
+            "https://mcp.example.com/mcp",
+            "/.well-known/oauth-protected-resource/mcp",
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+            ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"),
+        ),
+        (
+            "http://127.0.0.1:8000/a/b/?q=1",
+            "/.well-known/oauth-protected-resource/a/b",
+            "http://127.0.0.1:8000/.well-known/oauth-protected-resource/a/b",
+            ("/.well-known/oauth-protected-resource/a/b", "/.well-known/oauth-protected-resource"),
+        ),
+        (
+            "https://mcp.example.com/",
+            "/.well-known/oauth-protected-resource",
+            "https://mcp.example.com/.well-known/oauth-protected-resource",
+            ("/.well-known/oauth-protected-resource",),
+        ),
+        (
+            "https://mcp.example.com",
+            "/.well-known/oauth-protected-resource",
+            "https://mcp.example.com/.well-known/oauth-protected-resource",
+            ("/.well-known/oauth-protected-resource",),
+        ),
+    ],
+)
+def test_where_the_metadata_is_served(resource: str, path: str, url: str, paths: tuple[str, ...]) -> None:
+    """RFC 9728 section 3.1: the well-known prefix, then the resource's path."""
+    auth = ResourceServer(resource=resource, authorization_servers=[ISSUER], verifier=FunctionVerifier(lambda t: None))
+    assert (auth.metadata_path, auth.metadata_url, auth.metadata_paths()) == (path, url, paths)
+
+
+def test_the_metadata_document() -> None:
+    verifier = FunctionVerifier(lambda t: None)
+    plain = ResourceServer(resource="https://x/mcp", authorization_servers=[ISSUER, "https://as2"], verifier=verifier)
+    assert plain.metadata() == {
+        "resource": "https://x/mcp",
+        "authorization_servers": [ISSUER, "https://as2"],
+        "bearer_methods_supported": ["header"],
+    }
+    assert plain.metadata(["b", "a", "b"])["scopes_supported"] == ["a", "b"]
+    full = ResourceServer(
+        resource="https://x/mcp",
+        authorization_servers=(ISSUER,),
+        verifier=verifier,
+        required_scopes=["mcp"],
+        resource_name="The X server",
+        resource_documentation="https://x/docs",
+        extra_metadata={"bearer_methods_supported": ["header", "body"], "x-custom": 1},
+    )
+    assert full.metadata(["admin"]) == {
+        "resource": "https://x/mcp",
+        "authorization_servers": [ISSUER],
+        "bearer_methods_supported": ["header", "body"],
+        "scopes_supported": ["admin", "mcp"],
+        "resource_name": "The X server",
+        "resource_documentation": "https://x/docs",
+        "x-custom": 1,
+    }
+    named = ResourceServer(
+        resource="https://x/mcp",
+        authorization_servers=[ISSUER],
+        verifier=verifier,
+        required_scopes=["mcp"],
+        scopes_supported=["z"],
+    )
+    assert named.metadata(["admin"])["scopes_supported"] == ["z"]  # as given, not computed
+    none = ResourceServer(
+        resource="https://x/mcp", authorization_servers=[ISSUER], verifier=verifier, required_scopes=["mcp"], scopes_supported=[]
+    )
+    assert "scopes_supported" not in none.metadata(["admin"])
+
+
+def test_the_challenge() -> None:
+    auth = ResourceServer(resource="https://x/mcp", authorization_servers=[ISSUER], verifier=FunctionVerifier(lambda t: None))
+    meta = 'resource_metadata="https://x/.well-known/oauth-protected-resource/mcp"'
+    assert auth.challenge() == f"Bearer {meta}"
+    assert auth.challenge(scopes=["b", "a", "b"]) == f'Bearer {meta}, scope="b a"'
+    assert auth.challenge(error="invalid_token", scopes=["a"], description='a "q" \\ b') == (
+        f'Bearer {meta}, scope="a", error="invalid_token", error_description="a \\"q\\" \\\\ b"'
+    )
+    assert auth.challenge(error="", description="") == f"Bearer {meta}"
