@@ -51,13 +51,18 @@ def text(result: Any) -> str:
     return block.text
 
 
-async def finished(client: Client, task_id: str) -> Any:
-    """Poll ``tasks/get`` until the task is terminal (the test's deadline bounds it)."""
+async def polled(client: Client, task_id: str, predicate: Callable[[Any], bool]) -> Any:
+    """Poll ``tasks/get`` until ``predicate(task)`` holds (the test's deadline bounds it)."""
     while True:
         task = await client.get_task(task_id)
-        if task.status in ("completed", "failed", "cancelled"):
+        if predicate(task):
             return task
         await asyncio.sleep(0.01)
+
+
+async def finished(client: Client, task_id: str) -> Any:
+    """Poll ``tasks/get`` until the task is terminal."""
+    return await polled(client, task_id, lambda t: t.status in ("completed", "failed", "cancelled"))
 
 
 async def eventually(check: Callable[[], bool]) -> None:
@@ -393,6 +398,11 @@ def bounded_server(store: InMemoryTaskStore) -> Server:
         await asyncio.sleep(LIMIT)
         return "ran"
 
+    @server.tool(task="required")
+    async def hold(data: str) -> str:
+        await asyncio.sleep(LIMIT)
+        return data[:1]
+
     @server.tool(task=True)
     async def may(ctx: Context) -> str:
         try:
@@ -499,3 +509,76 @@ async def test_a_deferred_call_given_up_on_before_it_became_a_task_cancels_its_h
         async with asyncio.timeout(10):
             await eventually(lambda: seen == ["cancelled"])
         assert started.is_set()
+
+
+# --- what a running task shows ----------------------------------------------------------------
+
+
+async def test_a_task_waiting_for_an_answer_says_so() -> None:
+    """A task's id is 24 characters (18 random bytes); while it waits for an answer its
+    status message says so, and once answered it is ``working`` again without one."""
+    server = Server("asking", task_poll_interval=0.01)
+    answered = asyncio.Event()
+    go_on = asyncio.Event()
+
+    @server.tool(task=True)
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="name")
+        answered.set()
+        await go_on.wait()
+        return f"hello {(answer.content or {}).get('name')}"
+
+    async with asyncio.timeout(LIMIT), Client(server, ClientOptions(capabilities={"elicitation": {}})) as client:
+        handle = await client.start_task("ask")
+        assert handle.task_id is not None
+        assert len(handle.task_id) == 24
+        waiting = await polled(client, handle.task_id, lambda t: t.status == "input_required")
+        assert (waiting.status_message, list(waiting.input_requests or {})) == ("Waiting for the client's input", ["name"])
+        await client.update_task(handle.task_id, {"name": {"action": "accept", "content": {"name": "Ada"}}})
+        await answered.wait()
+        working = await client.get_task(handle.task_id)
+        assert (working.status, working.status_message, working.input_requests) == ("working", None, None)
+        go_on.set()
+        assert text(await handle.wait()) == "hello Ada"
+
+
+async def test_a_running_tasks_arguments_count_against_the_store() -> None:
+    """While its handler runs, a task's arguments count against the store's bytes: a
+    second such task does not fit (-32603, the documented message); once the first has
+    ended, its arguments no longer count."""
+    server = bounded_server(InMemoryTaskStore(max_bytes=10_000))
+    async with asyncio.timeout(LIMIT), Client(server) as client:
+        first = await client.start_task("hold", {"data": "x" * 6000})
+        assert first.task_id is not None
+        with pytest.raises(McpError) as full:
+            await client.call_tool("hold", {"data": "y" * 6000})
+        assert (full.value.code, full.value.message) == (
+            -32603,
+            "Too many tasks in progress: the task store is full (10000 bytes); try again later",
+        )
+        await first.cancel()
+        await finished(client, first.task_id)
+        second = await client.start_task("hold", {"data": "z" * 6000})
+        assert second.task_id is not None
+        await second.cancel()
+
+
+async def test_a_task_past_its_time_to_live_is_cancelled_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "mcpkit")
+    server = Server("brief", task_ttl=0.05, task_poll_interval=0.01)
+    seen: list[str] = []
+
+    @server.tool(task=True)
+    async def forever() -> str:
+        try:
+            await asyncio.sleep(LIMIT)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "never"
+
+    async with asyncio.timeout(LIMIT), Client(server) as client:
+        handle = await client.start_task("forever")
+        await eventually(lambda: seen == ["cancelled"])
+        expected = f"task {handle.task_id} outlived its time to live and was cancelled"
+        await eventually(lambda: expected in records(caplog, logging.INFO))
