@@ -563,22 +563,138 @@ async def test_a_running_tasks_arguments_count_against_the_store() -> None:
         await second.cancel()
 
 
-async def test_a_task_past_its_time_to_live_is_cancelled_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+class Clock:
+    """``time`` for mcpkit.server.tasks whose hands a test moves (the store keeps its own)."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def time(self) -> float:
+        return time.time() + self.ahead
+
+
+async def test_a_task_past_its_time_to_live_is_cancelled_and_logged(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once its time to live has passed, a task's handler is cancelled at once, the task
+    recorded ``cancelled`` and an info record says so. (The server's clock jumps past the
+    time to live as the handler starts; the store's does not, so the task can be read.)"""
+    import mcpkit.server.tasks as tasks_module
+
     caplog.set_level(logging.INFO, "mcpkit")
-    server = Server("brief", task_ttl=0.05, task_poll_interval=0.01)
+    clock = Clock()
+    monkeypatch.setattr(tasks_module, "time", clock)
+    server = Server("brief", task_ttl=60, task_poll_interval=0.01)
     seen: list[str] = []
 
     @server.tool(task=True)
-    async def forever() -> str:
+    async def late() -> str:
+        clock.ahead = 120.0  # before the supervisor first looks
         try:
-            await asyncio.sleep(LIMIT)
+            await asyncio.Event().wait()  # until cancelled
         except asyncio.CancelledError:
             seen.append("cancelled")
             raise
-        return "never"
+        seen.append("finished")
+        return "too late"
 
     async with asyncio.timeout(LIMIT), Client(server) as client:
-        handle = await client.start_task("forever")
-        await eventually(lambda: seen == ["cancelled"])
-        expected = f"task {handle.task_id} outlived its time to live and was cancelled"
-        await eventually(lambda: expected in records(caplog, logging.INFO))
+        handle = await client.start_task("late")
+        assert handle.task_id is not None
+        task = await finished(client, handle.task_id)
+        assert (task.status, task.status_message) == ("cancelled", "The task was cancelled")
+        assert seen == ["cancelled"]
+    assert f"task {handle.task_id} outlived its time to live and was cancelled" in records(caplog, logging.INFO)
+
+
+# --- modes, names, and the end of a task's call ------------------------------------------------
+
+
+def modes_server() -> tuple[Server, dict[str, Any]]:
+    server = Server("modes", task_poll_interval=0.01)
+    seen: dict[str, Any] = {}
+    gate = asyncio.Event()
+
+    @server.tool(task="required", name="r" * 300)
+    async def long_named() -> str:
+        return "x"
+
+    @server.tool(task="required")
+    async def must() -> str:
+        return "x"
+
+    @server.tool(task=True)
+    async def insist(ctx: Context) -> str:
+        try:
+            await ctx.start_task(required=True)
+        except McpError as exc:
+            return f"{exc.code} {exc.message}"
+        return "a task"
+
+    @server.tool(task="deferred")
+    async def undecided(ctx: Context) -> str:
+        seen["undecided"] = (ctx.task_id, asyncio.current_task().get_name())  # type: ignore[union-attr]
+        return "answered itself"
+
+    @server.tool(task=True)
+    async def named(ctx: Context) -> str:
+        seen["ctx"] = ctx
+        seen["named"] = asyncio.current_task().get_name()  # type: ignore[union-attr]
+        seen["tasks"] = sorted(t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("mcpkit-task"))
+        await gate.wait()
+        return "named"
+
+    seen["gate"] = gate
+    return server, seen
+
+
+async def test_a_client_without_the_extension_is_told_which_tool_needs_it() -> None:
+    """-32021 names the tool (bounded to 256 characters), for a ``task="required"`` tool
+    and for a handler's ``ctx.start_task(required=True)``."""
+    server, _ = modes_server()
+    async with asyncio.timeout(LIMIT), Client(server, ClientOptions(tasks=False)) as client:
+        with pytest.raises(McpError) as refused:
+            await client.call_tool("must")
+        expected = f"Missing required client capability: tool 'must' needs the {EXTENSION} extension"
+        assert (refused.value.code, refused.value.message) == (-32021, expected)
+        with pytest.raises(McpError) as long:
+            await client.call_tool("r" * 300)
+        assert long.value.code == -32021
+        assert "r" * 250 in long.value.message
+        assert "r" * 257 not in long.value.message
+        assert (
+            text(await client.call_tool("insist"))
+            == f"-32021 Missing required client capability: tool 'insist' needs the {EXTENSION} extension"
+        )
+
+
+async def test_a_deferred_tool_is_a_plain_call_until_it_starts_a_task() -> None:
+    """A ``task="deferred"`` tool that never calls ``ctx.start_task()`` answers its call
+    itself (no task), though it runs on an asyncio task of its own ("mcpkit-tool")."""
+    server, seen = modes_server()
+    async with asyncio.timeout(LIMIT), Client(server) as client:
+        at_once = await client.start_task("undecided")
+        assert (at_once.task_id, at_once.status) == (None, "completed")
+        assert text(await at_once.wait()) == "answered itself"
+    assert seen["undecided"] == (None, "mcpkit-tool")
+
+
+async def test_a_tasks_handler_and_its_supervisor_are_named_and_let_go(caplog: pytest.LogCaptureFixture) -> None:
+    """The asyncio tasks are named for whoever reads a dump of them ("mcpkit-task" runs the
+    handler, "mcpkit-task-supervisor" waits for it); once the task ended the handler's
+    context is no task's any more, and asyncio logged nothing."""
+    caplog.set_level(logging.WARNING)
+    server, seen = modes_server()
+    async with asyncio.timeout(LIMIT), Client(server) as client:
+        handle = await client.start_task("named")
+        assert handle.task_id is not None
+        await eventually(lambda: "tasks" in seen)
+        assert seen["named"] == "mcpkit-task"
+        assert seen["tasks"] == ["mcpkit-task", "mcpkit-task-supervisor"]
+        assert seen["ctx"].task_id == handle.task_id
+        seen["gate"].set()
+        assert text(await handle.wait()) == "named"
+        await eventually(lambda: seen["ctx"].task_id is None)
+        await eventually(lambda: not [t for t in asyncio.all_tasks() if t.get_name() == "mcpkit-task-supervisor"])
+        await asyncio.sleep(0)  # the ended tasks' done callbacks, scheduled already, run
+    assert [r for r in caplog.records if r.name == "asyncio"] == []
