@@ -120,7 +120,7 @@ TARGETS: dict[str, Target] = {
     ),
     "tasks": Target(
         "src/mcpkit/server/tasks.py",
-        ("tests/unit/server/test_tasks.py", "tests/hostile/test_principals.py"),
+        ("tests/unit/server/test_tasks.py", "tests/unit/server/test_tasks_edges.py", "tests/hostile/test_principals.py"),
     ),
 }
 

@@ -12,8 +12,10 @@ token is.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -48,8 +50,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Protected]:
             yield found
 
 
-def _client(server: Protected, tok: str, version: str = MODERN) -> Client:
-    options = ClientOptions(protocol_version=version, request_timeout=20, capabilities={"elicitation": {}})
+def _client(server: Protected, tok: str, version: str = MODERN, **extra: Any) -> Client:
+    options = ClientOptions(protocol_version=version, request_timeout=20, capabilities={"elicitation": {}}, **extra)
     return Client(HttpTransport(server.url, headers={"authorization": f"Bearer {tok}"}), options)
 
 
@@ -66,8 +68,17 @@ async def test_the_principals_differ(server: Protected) -> None:
 @pytest.mark.parametrize(("owner", "other"), PAIRS)
 async def test_a_task_is_not_anothers(server: Protected, owner: str, other: str) -> None:
     """``owner`` starts a task; to ``other`` its id is unknown (-32602) for a get, a wait and
-    a cancel; the owner gets its result."""
-    async with _client(server, owner) as mine, _client(server, other) as theirs:
+    a cancel, and a listen naming it is not agreed to it and hears nothing of it; the owner
+    gets its result."""
+    heard: list[tuple[str, dict[str, Any]]] = []
+    acknowledged = asyncio.Event()
+
+    def overheard(method: str, params: dict[str, Any]) -> None:
+        heard.append((method, params))
+        acknowledged.set()
+
+    overhear = {"on_notification": overheard}
+    async with _client(server, owner) as mine, _client(server, other, **overhear) as theirs:
         handle = await mine.start_task("hold", {"seconds": 1.0})
         assert handle.task_id is not None
         task_id = handle.task_id
@@ -80,7 +91,14 @@ async def test_a_task_is_not_anothers(server: Protected, owner: str, other: str)
             with pytest.raises(McpError) as hidden:
                 await attempt()
             assert hidden.value.code == -32602
+        listen = asyncio.ensure_future(theirs.send_request("subscriptions/listen", {"notifications": {"taskIds": [task_id]}}))
+        await asyncio.wait_for(acknowledged.wait(), 20)  # the acknowledgement comes first
+        assert heard[0][0] == "notifications/subscriptions/acknowledged"
+        assert heard[0][1]["notifications"] == {"taskIds": []}
         assert (await handle.wait(timeout=20)).content[0].text.startswith("held by")  # type: ignore[union-attr]
+        listen.cancel()
+        await asyncio.gather(listen, return_exceptions=True)
+    assert [method for method, _ in heard] == ["notifications/subscriptions/acknowledged"]
 
 
 @pytest.mark.parametrize(("owner", "other"), PAIRS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -470,13 +471,17 @@ async def test_tool_registration_checks_the_task_mode() -> None:
 @pytest.mark.e2e  # over protected HTTP
 async def test_a_task_belongs_to_whoever_started_it() -> None:
     """Over protected HTTP a task is visible to the principal that created it only: to
-    another one its id is unknown (-32602), for gets, answers, cancels and listens."""
+    another one its id is unknown (-32602), for gets, answers, cancels and waits; a listen
+    of another principal that names it is not agreed to it and hears nothing of it — not
+    its changes, not its result — while the owner's listen hears it to its end."""
     server = Server("owned", task_poll_interval=0.02)
+    gates = {"alice": threading.Event(), "bob": threading.Event()}
 
     @server.tool(task=True)
-    async def slow() -> str:
-        await asyncio.sleep(0.3)  # still working while bob asks, usually; the verdict is the same once it is done
-        return "mine"
+    async def slow(ctx: Context, who: str) -> str:
+        await ctx.report_progress(1, 2, f"{who}: started")
+        await eventually(gates[who].is_set)  # set from the test's thread
+        return f"{who}'s secret result"
 
     def verify(token: str) -> dict[str, Any] | None:
         return {"sub": token, "scope": "mcp"} if token in ("alice", "bob") else None
@@ -484,17 +489,55 @@ async def test_a_task_belongs_to_whoever_started_it() -> None:
     auth = ResourceServer(
         resource="http://placeholder/mcp", authorization_servers=["https://as.example"], verifier=FunctionVerifier(verify)
     )
+    heard: dict[str, list[tuple[str, dict[str, Any]]]] = {"alice": [], "bob": []}
     with serve_in_thread(server.asgi_app(auth=auth)) as port:
         url = f"http://127.0.0.1:{port}/mcp"
 
         def as_(who: str) -> Client:
-            return Client(HttpTransport(url, headers={"Authorization": f"Bearer {who}"}), ClientOptions(request_timeout=10))
+            options = ClientOptions(
+                request_timeout=10, on_notification=lambda method, params: heard[who].append((method, params))
+            )
+            return Client(HttpTransport(url, headers={"Authorization": f"Bearer {who}"}), options)
+
+        def told(who: str) -> list[dict[str, Any]]:
+            return [params for method, params in heard[who] if method == "notifications/tasks"]
 
         async with asyncio.timeout(LIMIT), as_("alice") as alice, as_("bob") as bob:
-            handle = await alice.start_task("slow")
-            assert handle.task_id is not None
-            for call in (bob.get_task(handle.task_id), bob.cancel_task(handle.task_id), bob.task(handle.task_id).wait()):
+            handle = await alice.start_task("slow", {"who": "alice"})
+            mine = await bob.start_task("slow", {"who": "bob"})
+            task_id, bobs = handle.task_id, mine.task_id
+            assert task_id is not None
+            assert bobs is not None
+            for call in (
+                lambda: bob.get_task(task_id),
+                lambda: bob.update_task(task_id, {}),
+                lambda: bob.cancel_task(task_id),
+                lambda: bob.task(task_id).wait(),
+            ):
                 with pytest.raises(McpError) as hidden:
-                    await call
+                    await call()
                 assert hidden.value.code == -32602
-            assert text(await handle.wait()) == "mine"
+            listens = [
+                asyncio.ensure_future(
+                    client.send_request("subscriptions/listen", {"notifications": {"taskIds": [task_id, bobs]}})
+                )
+                for client in (alice, bob)
+            ]
+            acknowledged = "notifications/subscriptions/acknowledged"
+            await eventually(lambda: all(any(m == acknowledged for m, _ in heard[who]) for who in heard))
+            gates["alice"].set()
+            assert text(await handle.wait()) == "alice's secret result"
+            await eventually(lambda: any(p["status"] == "completed" for p in told("alice")))
+            gates["bob"].set()  # alice's task ended first: had bob's listen been told of it, he would have heard it by now
+            assert text(await mine.wait()) == "bob's secret result"
+            await eventually(lambda: any(p["status"] == "completed" for p in told("bob")))
+            for listen in listens:
+                listen.cancel()
+            await asyncio.gather(*listens, return_exceptions=True)
+    acks = {who: next(p for m, p in heard[who] if m == "notifications/subscriptions/acknowledged") for who in heard}
+    assert acks["alice"]["notifications"] == {"taskIds": [task_id]}
+    assert acks["bob"]["notifications"] == {"taskIds": [bobs]}
+    assert {p["taskId"] for p in told("alice")} == {task_id}
+    assert {p["taskId"] for p in told("bob")} == {bobs}
+    assert "alice's secret result" not in repr(heard["bob"])
+    assert told("alice")[-1]["result"]["content"][0]["text"] == "alice's secret result"
