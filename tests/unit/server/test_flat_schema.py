@@ -128,6 +128,16 @@ def test_the_fast_path_alone_vouches_for_plain_arguments(monkeypatch: pytest.Mon
             assert validator.describe({"n": 1, "mode": "a", "other": [1]}) is None
 
 
+def test_a_property_left_to_the_full_check_is_checked_on_its_own_value() -> None:
+    # A property schema without "type" accepts null: a check of anything but the value
+    # itself would vouch for every value.
+    schema = {"type": "object", "properties": {"p": {"maxLength": 3}, "q": {"minimum": 0}}}
+    validator = compile_schema(schema, trusted=True)
+    assert validator.describe({"p": "abc", "q": 1}) is None
+    assert validator.describe({"p": "abcd"}) == "argument 'p': \"abcd\" is longer than 3 characters"
+    assert validator.describe({"q": -1}) == "argument 'q': -1 is less than the minimum of 0"
+
+
 # --- the plan -----------------------------------------------------------------------------------
 
 
