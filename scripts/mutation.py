@@ -66,18 +66,30 @@ TARGETS: dict[str, Target] = {
     ),
     "wire_errors": Target(
         "src/mcpkit/protocol/wire_errors.py",
-        ("tests/unit/protocol/test_error_mapping.py", "tests/unit/server/test_errors.py"),
+        (
+            "tests/unit/protocol/test_error_mapping.py",
+            "tests/unit/server/test_errors.py",
+            "tests/e2e/http/test_error_status.py",
+        ),
     ),
     "validate": Target(
         "src/mcpkit/server/validate.py",
-        ("tests/unit/server/test_validator_reasons.py", "tests/unit/server/test_validator_differential.py"),
+        (
+            "tests/unit/server/test_validator_reasons.py",
+            "tests/unit/server/test_validator_differential.py",
+            "tests/unit/server/test_flat_schema.py",
+        ),
         # The generated cases are a net for disagreements; a mutant is killed by the examples.
         # 1,000 cases per surviving mutant would make this module alone take half an hour.
         env=(("MCPKIT_DIFF_EXAMPLES", "100"),),
     ),
     "flat_schema": Target(
         "src/mcpkit/server/flat_schema.py",
-        ("tests/unit/server/test_validator_reasons.py", "tests/unit/server/test_validator_differential.py"),
+        (
+            "tests/unit/server/test_flat_schema.py",
+            "tests/unit/server/test_validator_reasons.py",
+            "tests/unit/server/test_validator_differential.py",
+        ),
         env=(("MCPKIT_DIFF_EXAMPLES", "100"),),
     ),
     "schema_subset": Target(

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit import Server
+from mcpkit import HttpError, Server
 from support.processes import load_server
 from support.serving import serve_in_thread
 from support.wire import modern, open_session
@@ -38,9 +38,6 @@ def urls() -> Iterator[dict[str, str]]:
         serve_in_thread(apps["sse-400"]) as d,
     ):
         yield {name: f"http://127.0.0.1:{port}/mcp" for name, port in zip(apps, (a, b, c, d), strict=True)}
-
-
-
 
 
 # --- the HTTP status of modern-era JSON-RPC errors ----------------------------------------------------
@@ -69,6 +66,54 @@ def test_modern_error_status_by_mapping_and_switch_in_both_response_modes(
             assert resp.headers["content-type"].startswith("application/json")  # a stream could only say 200
             assert resp.json()["error"]["code"] == code
             assert resp.json()["id"] == body["id"]
+
+
+def _status_raising_server() -> Server:
+    server = Server("backend", "1.0")
+
+    @server.tool
+    def backend(status: int) -> str:
+        """Fail as web code does: with an exception that carries an HTTP status."""
+        raise HttpError(status, "the backend is down")
+
+    return server
+
+
+@pytest.fixture(scope="module")
+def status_urls() -> Iterator[dict[str, str]]:
+    """A server whose tool raises HttpError, in each response mode, by default and with "400"."""
+    server = _status_raising_server()
+    apps = {
+        "auto": server.asgi_app(),
+        "sse": server.asgi_app(json_response=False),
+        "auto-400": server.asgi_app(error_status="400"),
+        "sse-400": server.asgi_app(json_response=False, error_status="400"),
+    }
+    with (
+        serve_in_thread(apps["auto"]) as a,
+        serve_in_thread(apps["sse"]) as b,
+        serve_in_thread(apps["auto-400"]) as c,
+        serve_in_thread(apps["sse-400"]) as d,
+    ):
+        yield {name: f"http://127.0.0.1:{port}/mcp" for name, port in zip(apps, (a, b, c, d), strict=True)}
+
+
+@pytest.mark.parametrize("mode", ["auto", "sse"])
+@pytest.mark.parametrize(("raised", "code", "status"), [(503, -32603, 500), (401, -32603, 500), (404, -32602, 400)])
+def test_an_http_status_exception_answers_its_mapped_status_with_or_without_the_switch(
+    status_urls: dict[str, str], mode: str, raised: int, code: int, status: int
+) -> None:
+    # docs/errors.md: a modern-era answer to an exception that carries an HTTP status has
+    # HTTP status 400 for -32602 and 500 for -32603. That mapping sets the error's status
+    # itself (wire_errors.modern_status_error), and error_status="400" leaves a status an
+    # error carries alone.
+    with httpx.Client(timeout=10) as http:
+        for name in (mode, f"{mode}-400"):
+            body, headers = modern("tools/call", {"name": "backend", "arguments": {"status": raised}})
+            resp = http.post(status_urls[name], json=body, headers=headers)
+            assert resp.status_code == status, (name, resp.text)
+            assert resp.json()["error"]["code"] == code
+            assert "the backend is down" not in resp.text
 
 
 def test_the_switch_leaves_spec_required_statuses_and_the_legacy_era_alone(urls: dict[str, str]) -> None:

@@ -146,6 +146,18 @@ def test_echo_flattens_and_bounds_a_string() -> None:
     assert echo("x" * 100, 16) == "x" * 13 + "…"
 
 
+def test_echo_cuts_a_string_as_flattening_all_of_it_would() -> None:
+    # echo cuts a long string to limit + 1 characters before flattening it, only to save
+    # work: the characters flattening makes shorter (C1 controls, U+2028) or longer (a lone
+    # surrogate) change nothing of what is kept.
+    for limit in (4, 5, 8, 16):
+        for piece in ("x", "é", "\U0001f600", "\x85", "\u2028", "\ud800", "\n"):
+            for n in range(limit - 3, limit + 6):
+                for tail in ("", "y" * 20, piece * 20):
+                    text = piece * n + tail
+                    assert echo(text, limit) == flatten_text(text, limit), (text, limit)
+
+
 def test_quoted_is_a_flat_bounded_repr() -> None:
     assert quoted("it's") == '"it\'s"'
     assert quoted("a\nb") == "'a\\nb'"  # the repr escapes the newline

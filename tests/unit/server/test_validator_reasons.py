@@ -11,13 +11,19 @@ choice between the built-in validator and jsonschema-rs.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypedDict
 
+import jsonschema_rs
 import pytest
 
 from mcpkit import Client, McpError, Server
 from mcpkit.server.validate import SchemaError, compile_schema
+from support.ports import free_port
+from support.processes import listening, stop
 
 
 def reason(schema: Any, instance: Any, what: str = "argument", *, trusted: bool = True) -> str | None:
@@ -131,6 +137,13 @@ def test_a_value_that_is_not_json_is_still_shown() -> None:
     for _ in range(10_000):
         deep = [deep]
     assert reason({"type": "string"}, deep) == '(a nested list) is not of type "string"'
+
+
+def test_jsonschema_rs_refuses_a_value_json_cannot_hold_before_it_validates() -> None:
+    # So a reason of jsonschema-rs's never has to show such a value (_Full.describe).
+    for value in (object(), "\ud800", ["\ud800"], {"a": "\ud800"}, {"a": [object()]}):
+        for schema in ({"type": "integer"}, {"maxLength": 0}, {"not": {}}, {"items": {"type": "integer"}}):
+            assert reason(schema, value, trusted=False) in (None, "nested too deeply to validate"), (schema, value)
 
 
 # --- JSON equality and JSON types ----------------------------------------------------------------
@@ -255,6 +268,34 @@ def test_a_schema_is_checked_against_the_meta_schema_unless_mcpkit_made_it() -> 
 def test_a_remote_ref_is_never_fetched() -> None:
     with pytest.raises(SchemaError, match=r"remote \$ref 'http://127\.0\.0\.1:9/s\.json' is not fetched"):
         compile_schema({"$ref": "http://127.0.0.1:9/s.json"})
+
+
+def test_a_schema_that_names_an_unknown_dialect_is_refused_without_fetching_it(tmp_path: Path) -> None:
+    # jsonschema-rs's meta-schema check would fetch the meta-schema a "$schema" names; only
+    # a schema without one is checked that way. The dialect is served on 127.0.0.1, which
+    # logs every request it is sent.
+    port = free_port()
+    command = [sys.executable, "-u", "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
+    with listening(command, port, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as server:
+        url = f"http://127.0.0.1:{port}/dialect"
+        with pytest.raises(SchemaError) as info:
+            compile_schema({"$schema": url, "type": "string"})
+        stop(server)
+        assert server.stderr is not None
+        requests = server.stderr.read().decode()
+    assert str(info.value) == (
+        f"invalid JSON Schema: Unknown meta-schema: '{url}'. Custom meta-schemas must be registered in the registry before use"
+    )
+    assert "GET" not in requests, requests
+
+
+def test_an_invalid_schema_is_named_by_the_meta_schema_check() -> None:
+    # Compiling the schema would stop at another of its errors first.
+    with pytest.raises(SchemaError) as info:
+        compile_schema({"type": 5, "minLength": -1})
+    assert str(info.value) == "invalid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword"
+    # scripts/mutation_equivalents.toml: a pre-check of None finds it invalid, so validate runs
+    assert not jsonschema_rs.meta.is_valid(None)
 
 
 def test_the_router_sends_what_the_built_in_validator_cannot_handle_to_jsonschema_rs() -> None:
