@@ -402,3 +402,45 @@ def test_an_error_whose_data_is_not_json_becomes_an_internal_error_for_the_same_
     assert data is not None
     assert msgspec.json.decode(data) == {"jsonrpc": "2.0", "id": "r", "error": {"code": -32603, "message": "Internal error"}}
     assert engine.incoming == {}
+
+
+# --- a request carried from one engine to another (the HTTP endpoint's sessions) -----------------
+
+
+def test_an_adopted_request_is_in_progress_in_the_engine_that_adopts_it() -> None:
+    parsed = Engine().receive(msg({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}))
+    assert isinstance(parsed, RequestReceived)
+    session = Engine()
+    assert session.adopt(parsed) is parsed
+    assert json.loads(session.respond(7, {"tools": []}) or b"null") == {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}
+
+
+def test_adopting_an_id_in_progress_answers_what_receiving_it_answers() -> None:
+    session = Engine()
+    first = session.receive(msg({"jsonrpc": "2.0", "id": "a", "method": "tools/list"}))
+    assert isinstance(first, RequestReceived)
+    again = Engine().receive(msg({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "x"}}))
+    assert isinstance(again, RequestReceived)
+    refused = session.adopt(again)
+    assert isinstance(refused, Reply)
+    received = session.receive(msg({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "x"}}))
+    assert isinstance(received, Reply)
+    assert json.loads(refused.data) == json.loads(received.data)
+    assert json.loads(refused.data)["error"]["code"] == -32600
+    assert json.loads(session.respond("a", {}) or b"null")["id"] == "a"  # the first one is still the one in progress
+
+
+# --- what an outgoing request keeps ---------------------------------------------------------------
+
+
+def test_an_outgoing_request_keeps_the_params_it_was_built_from() -> None:
+    engine = Engine()
+    plain = engine.start_request("tools/call", {"name": "echo"}, deadline=1.0)
+    assert plain.params == {"name": "echo"}
+    assert plain.method == "tools/call"
+    bare = engine.start_request("tools/list", None, deadline=1.0)
+    assert bare.params is None
+    assert "params" not in json.loads(bare.data)
+    tracked = engine.start_request("tools/call", {"name": "slow"}, deadline=1.0, progress=True)
+    assert tracked.params == {"name": "slow", "_meta": {"progressToken": tracked.id}}
+    assert json.loads(tracked.data)["params"] == tracked.params
