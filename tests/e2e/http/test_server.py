@@ -37,8 +37,10 @@ from support.paths import SERVERS
 from support.ports import free_port
 from support.processes import listening, rss_kib
 from support.serving import serve_in_thread as _serve
+from support.waiting import wait_until
 from support.wire import (
     ACCEPT,
+    INITIALIZED,
     META,
     aopen_session,
     header_value,
@@ -1207,10 +1209,17 @@ def test_legacy_session_cap(http: httpx.Client, capped_url: str) -> None:
 
 def test_legacy_idle_sessions_are_reaped(http: httpx.Client, reaped_url: str) -> None:
     idle = [legacy_open(http, reaped_url) for _ in range(2)]  # the cap is reached
-    time.sleep(2.2)  # idle for longer than session_idle_timeout (1 s); reaping runs at most once a second
+
+    def room() -> str | None:
+        """A new session, once the idle ones (1 s, swept once a second) are reaped; asking
+        touches neither of them."""
+        resp = http.post(reaped_url, json=initialize(), headers={"accept": ACCEPT, "content-type": "application/json"})
+        return resp.headers.get("mcp-session-id") if resp.status_code == 200 else None
+
+    fresh = wait_until(room, timeout=30, interval=0.2, what="room for a new session once the idle ones are reaped")
+    assert http.post(reaped_url, json=INITIALIZED, headers=legacy_headers(fresh)).status_code == 202
     for sid in idle:
         assert_plain(http.post(reaped_url, json=legacy_call("ping"), headers=legacy_headers(sid)), 404)
-    fresh = legacy_open(http, reaped_url)  # the reaped sessions made room
     resp = http.post(reaped_url, json=legacy_call("ping"), headers=legacy_headers(fresh))
     assert resp.status_code == 200
 
