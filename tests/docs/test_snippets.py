@@ -37,7 +37,7 @@ DOCS_DIR = ROOT / "docs"
 DOCS = DOCS_DIR / "errors.md"
 HTTP_DOC = DOCS_DIR / "http.md"
 README = ROOT / "README.md"
-TIMEOUT = 20
+TIMEOUT = 120  # a hang guard only: a loaded machine runs a snippet of several processes slowly
 
 #: Every page of the site (docs/_ext holds build helpers, not pages).
 PAGES = sorted(p for p in DOCS_DIR.rglob("*.md") if "_ext" not in p.relative_to(DOCS_DIR).parts)
