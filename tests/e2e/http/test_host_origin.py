@@ -93,6 +93,20 @@ def test_another_host_is_refused_on_loopback(loopback: tuple[str, int], host: st
 
 
 @pytest.mark.parametrize(
+    "host", ["[::1]x]", "[::1]evil.example", "[::1]:80x", "[::1", "::1]", "[[::1]]", "127.0.0.1:80x", "localhost:abc"]
+)
+def test_a_malformed_loopback_host_is_refused_on_loopback(loopback: tuple[str, int], host: str) -> None:
+    """Only ``host``, ``host:port`` and ``[v6]:port`` with a decimal port name a host:
+    anything else after a loopback name is not loopback (nor any listed host)."""
+    assert _status(loopback[0], host) == (403, HOST_REFUSED)
+
+
+@pytest.mark.parametrize("host", ["localhost:", "[::1]:"])
+def test_an_empty_port_still_names_the_host(loopback: tuple[str, int], host: str) -> None:
+    assert _status(loopback[0], host)[0] == 200
+
+
+@pytest.mark.parametrize(
     "origin", ["http://localhost:5173", "HTTP://LOCALHOST:5173/", "http://127.0.0.1", "https://[::1]:8443", "http://[::1]"]
 )
 def test_a_loopback_origin_is_allowed(loopback: tuple[str, int], origin: str) -> None:
@@ -199,6 +213,7 @@ def test_a_host_list_holds_names_networks_and_star() -> None:
     for host in listed:
         assert host in hosts, host
     unlisted = ("", "probe.internal.evil", "11.0.0.1", "11.0.0.1:80", "lb.internal", "lb.internal:9001", "name.example", "[::2]")
+    unlisted += ("[10.0.0.1", "10.0.0.1]", "[fd12::1]x]", "10.1.2.3:80x", "probe.internal:x")  # malformed: no host
     for host in unlisted:
         assert host not in hosts, host
     assert None not in hosts

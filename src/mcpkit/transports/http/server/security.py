@@ -29,17 +29,43 @@ __all__ = ["HostOriginGuard", "HostList"]
 def _loopback(host: str) -> bool:
     """Whether ``host`` (a name or an IP literal, IPv6 with or without brackets) is a
     loopback host. Cached: every request asks it of the same few hosts."""
+    bare = _unbracketed(host)
+    if bare is None:
+        return False
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(bare).is_loopback
     except ValueError:
         return host == "localhost"
 
 
+def _unbracketed(host: str) -> str | None:
+    """``host`` without the brackets of an IPv6 literal; None for half a pair (no host)."""
+    bracketed = host.startswith("[")
+    if bracketed != host.endswith("]"):
+        return None
+    return host[1:-1] if bracketed else host
+
+
 def _host_name(host_header: str) -> str:
-    """A ``Host`` value without its port (IPv6 literals keep their brackets)."""
+    """A ``Host`` value without its port (IPv6 literals keep their brackets). A value that
+    is not ``host``, ``host:port`` or ``[v6]``/``[v6]:port`` with a decimal port (or none
+    after the colon) is returned whole: it then names no host any rule allows
+    (``[::1]x]`` and ``127.0.0.1:80x`` are not loopback)."""
     if host_header.startswith("["):
-        return host_header[: host_header.find("]") + 1]
-    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+        end = host_header.find("]")
+        rest = host_header[end + 1 :]
+        if end < 0 or not (rest == "" or (rest[0] == ":" and _port(rest[1:]))):
+            return host_header
+        return host_header[: end + 1]
+    if host_header.count(":") != 1:
+        return host_header
+    name, port = host_header.split(":")
+    return name if _port(port) else host_header
+
+
+def _port(text: str) -> bool:
+    """Whether ``text`` is a port as a ``Host`` writes it: ASCII digits, or nothing."""
+    return text == "" or (text.isascii() and text.isdigit())
 
 
 class HostList:
@@ -75,9 +101,10 @@ class HostList:
         name = _host_name(host)
         if host in self._names or name in self._names:
             return True
-        if self._networks:
+        bare = _unbracketed(name)
+        if self._networks and bare is not None:
             try:
-                address = ipaddress.ip_address(name.strip("[]"))
+                address = ipaddress.ip_address(bare)
             except ValueError:
                 return False
             return any(address in network for network in self._networks)
