@@ -4,6 +4,7 @@ module's test selection, every listed file present, and the score table naming e
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -46,3 +47,11 @@ def test_the_written_section_mutates_the_target_against_its_tests_only() -> None
     section = tomllib.loads(script._pyproject_for(target))["tool"]["mutmut"]
     assert section["only_mutate"] == [target.source]
     assert section["pytest_add_cli_args_test_selection"] == list(target.tests)
+
+
+def test_the_score_table_in_the_docs_lists_every_target() -> None:
+    text = (ROOT / "docs" / "testing.md").read_text()
+    table = re.search(r"```text\nmodule\s+mutants.*?\n(.*?)```", text, re.S)
+    assert table is not None, "docs/testing.md lost the score table"
+    rows = [line.split()[0] for line in table.group(1).splitlines() if line.strip() and not line.startswith("total")]
+    assert rows == list(_script().TARGETS)
