@@ -8,7 +8,7 @@ import pytest
 
 from mcpkit import AccessToken, Client, ClientOptions, Server
 from mcpkit.auth.server import ResourceServer
-from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, JWTVerifier
+from mcpkit.auth.verifiers import FunctionVerifier, IntrospectionVerifier, JWTVerifier, identity_from_claims
 from support.auth import ISSUER, make_server
 from support.eras import MODERN
 
@@ -157,3 +157,16 @@ def test_the_challenge() -> None:
         f'Bearer {meta}, scope="a", error="invalid_token", error_description="a \\"q\\" \\\\ b"'
     )
     assert auth.challenge(error="", description="") == f"Bearer {meta}"
+
+
+def test_an_identity_keeps_its_claims_and_names_only_what_the_token_names() -> None:
+    """What a handler reads of the caller (``AccessToken``): no subject or client invented
+    for a token without them (not the string ``"None"``), and every claim as sent."""
+    claims = {"scope": "read write", "exp": 10, "custom": [1, 2]}
+    anonymous = identity_from_claims(claims)
+    assert anonymous.subject is None
+    assert anonymous.client_id is None
+    assert anonymous.claims == claims
+    assert anonymous.scopes == {"read", "write"}
+    named = identity_from_claims({"sub": 7, "azp": "app"})
+    assert (named.subject, named.client_id) == ("7", "app")
