@@ -9,10 +9,12 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["LOG_LEVELS", "LogLevel", "Meta", "WireStruct", "Icon", "Implementation", "Annotations"]
+__all__ = ["LOG_LEVELS", "LOG_RANK", "LogLevel", "Meta", "WireStruct", "Icon", "Implementation", "Annotations"]
 
 #: RFC 5424 severities, least to most severe, as MCP logging names them.
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+#: Each log level's rank: a message passes a threshold when its rank is at least the threshold's.
+LOG_RANK: Final = {name: i for i, name in enumerate(LOG_LEVELS)}
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 Meta = dict[str, Any]

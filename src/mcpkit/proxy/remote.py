@@ -52,7 +52,7 @@ from ..protocol.types import Tool
 from ..server.context import Call, Context
 from ..server.definitions.uri_template import UriTemplate
 from ..server.filters import Selection
-from ..server.registry import Kind, Registry
+from ..server.registry import Kind, Registry, key_of
 from ..server.session import Session
 from .bridge import Bridge
 from .link import Connect, Link
@@ -158,13 +158,7 @@ class RemoteFeatures:
         return self._lists[kind]
 
     def has(self, kind: Kind, key: str) -> bool:
-        if kind in ("tool", "prompt"):
-            return any(item.name == key for item in self._lists[kind])
-        if kind == "template":
-            return any(item.uri_template == key for item in self._lists["template"])
-        if key in self._left_out:
-            return False
-        return any(item.uri == key for item in self._lists["resource"]) or any(t.match(key) is not None for t in self._templates)
+        return self.describe(kind, key) is not None
 
     def header_rules(self, tool: str) -> HeaderRules:
         return self._header_rules.get(tool, {})
@@ -286,19 +280,17 @@ class RemoteFeatures:
         if primary is None:
             return
         client, caps = primary.client, self._capabilities
-        chosen = self._selection
         if kind == "tools" and "tools" in caps:
-            tools = [t for t in await client.list_all_tools(max_pages=self._max_pages) if chosen.admits(t.name, t)]
+            tools = self._chosen("tool", await client.list_all_tools(max_pages=self._max_pages))
             self._lists["tool"], self._header_rules = _with_header_rules(tools)
         elif kind == "prompts" and "prompts" in caps:
-            prompts = await client.list_all_prompts(max_pages=self._max_pages)
-            self._lists["prompt"] = [p for p in prompts if chosen.admits(p.name, p)]
+            self._lists["prompt"] = self._chosen("prompt", await client.list_all_prompts(max_pages=self._max_pages))
         elif kind == "resources" and "resources" in caps:
             resources = await client.list_all_resources(max_pages=self._max_pages)
-            self._lists["resource"] = [r for r in resources if chosen.admits(r.uri, r)]
-            self._left_out = frozenset(r.uri for r in resources if not chosen.admits(r.uri, r))
+            self._lists["resource"] = self._chosen("resource", resources)
+            self._left_out = frozenset(r.uri for r in resources) - {r.uri for r in self._lists["resource"]}
             templates = await client.list_all_resource_templates(max_pages=self._max_pages)
-            self._lists["template"] = [t for t in templates if chosen.admits(t.uri_template, t)]
+            self._lists["template"] = self._chosen("template", templates)
             self._templates = [UriTemplate(t.uri_template) for t in self._lists["template"]]
             known = {uri for uri in self._watched if self.has("resource", uri)}
             if known != self._watched:  # a watched resource is gone: watch the others
@@ -306,6 +298,10 @@ class RemoteFeatures:
                 self._rewatch.set()
         if announce:
             self._registry.announce(kind)
+
+    def _chosen(self, kind: Kind, items: list[Any]) -> list[Any]:
+        """The listed ``items`` of ``kind`` the selection lets through."""
+        return [item for item in items if self._selection.admits(key_of(kind, item), item)]
 
     async def _refetch(self, kind: str) -> None:
         """:meth:`_refresh` after a change; a list that cannot be fetched (an error, more

@@ -54,13 +54,13 @@ from ..protocol.interactive import (
 )
 from ..protocol.request_state import new_exchange_id
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Result, Root
+from ..protocol.wire import LOG_RANK
 from ..runtime.outbound import DROP, Notifier, Outbound
 from ..runtime.peer import check_timeout
 from .interaction import Asker, ReplayAsker, content_converter, elicitation_schema, invalid_content
 
 __all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context", "relay_question"]
 
-_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 _log = logging.getLogger("mcpkit.server")
 
 _decode_params = msgspec.json.Decoder(dict[str, Any]).decode
@@ -403,7 +403,7 @@ class Context:
             return False
         if self._log_level is None:
             return call.policy.log_by_default
-        return _RANK.get(level, 0) >= _RANK.get(self._log_level, 0)
+        return LOG_RANK.get(level, 0) >= LOG_RANK.get(self._log_level, 0)
 
     async def log(self, level: LogLevel, data: Any, *, logger: str | None = None) -> None:
         """Send a ``notifications/message`` to the client (when its level allows).
@@ -411,7 +411,7 @@ class Context:
         Raises ``ValueError`` for an unknown level. Never raises for a closed
         connection: the message is dropped.
         """
-        if level not in _RANK:
+        if level not in LOG_RANK:
             raise ValueError(f"unknown log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
         if not self.should_log(level):
             return

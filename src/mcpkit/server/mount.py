@@ -62,7 +62,7 @@ import msgspec
 from .context import Context, mounted_context
 from .filters import Selection
 from .lifespan import LifespanRunner
-from .registry import Kind, Registry, run_middleware
+from .registry import Kind, Registry, key_of, run_middleware
 
 __all__ = ["Mount", "prefix_uri", "unprefix_uri", "check_prefix"]
 
@@ -174,10 +174,8 @@ class Mount:
         """``item`` (the mounted server's Tool, Prompt, Resource or ResourceTemplate)
         as the parent lists it; None if it cannot be offered under the prefix or the
         mount's selection leaves it out."""
-        if not self.selection.everything:
-            own = item.name if kind in ("tool", "prompt") else (item.uri if kind == "resource" else item.uri_template)
-            if not self.selection.admits(own, item):
-                return None
+        if not self.selection.admits(key_of(kind, item), item):
+            return None
         if self.prefix is None:
             return item
         if kind in ("tool", "prompt"):

@@ -32,7 +32,7 @@ from .session import Session
 from .settings import Settings
 from .tasks import TaskManager
 
-__all__ = ["Registry", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind"]
+__all__ = ["Registry", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind", "key_of"]
 
 T = TypeVar("T")
 #: What a registry offers, by kind: ``"tool"``, ``"prompt"``, ``"resource"`` (keyed by
@@ -164,7 +164,9 @@ class Remote(Protocol):
         ...
 
 
-def _key(kind: Kind, item: Any) -> str:
+def key_of(kind: Kind, item: Any) -> str:
+    """The key a wire description ``item`` of ``kind`` goes by: a tool's or prompt's name, a
+    resource's URI, a template's URI template."""
     if kind in ("tool", "prompt"):
         return str(item.name)
     return str(item.uri if kind == "resource" else item.uri_template)
@@ -437,15 +439,15 @@ class Registry:
             own = [t.template for t in self.templates]
         if not self.mounts and self.remote is None:
             return own
-        seen = {_key(kind, item) for item in own}
+        seen = {key_of(kind, item) for item in own}
         for mount in reversed(self.mounts):
             for item in mount.registry.listed(kind):
                 exposed = mount.expose(kind, item)
-                if exposed is not None and _key(kind, exposed) not in seen:
-                    seen.add(_key(kind, exposed))
+                if exposed is not None and key_of(kind, exposed) not in seen:
+                    seen.add(key_of(kind, exposed))
                     own.append(exposed)
         if self.remote is not None:  # the last resort of a call, so listed last
-            own.extend(item for item in self.remote.listed(kind) if _key(kind, item) not in seen)
+            own.extend(item for item in self.remote.listed(kind) if key_of(kind, item) not in seen)
         return own
 
     def reaches(self, other: Registry) -> bool:

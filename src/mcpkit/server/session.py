@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..protocol.types import LOG_LEVELS, Implementation
+from ..protocol.types import Implementation
+from ..protocol.wire import LOG_RANK
 from ..runtime.outbound import Outbound
 
 __all__ = ["Session"]
@@ -58,9 +59,9 @@ class Session:
         session is initialized, for a level that is not one, and with no connection; never
         raises."""
         outbound = self.outbound
-        if outbound is None or not self.initialized or level not in _RANK:
+        if outbound is None or not self.initialized or level not in LOG_RANK:
             return
-        if self.log_level is not None and _RANK[level] < _RANK.get(self.log_level, 0):
+        if self.log_level is not None and LOG_RANK[level] < LOG_RANK.get(self.log_level, 0):
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
@@ -68,4 +69,3 @@ class Session:
         outbound.notify("notifications/message", params)
 
 
-_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
