@@ -8,8 +8,8 @@ entry, 2 the server answered with a protocol error, 3 timeout, 4 the server coul
 started or reached; 64 a usage error, 69 ``dev`` without an Inspector, 74 ``install``
 cannot write the host's file, 130 interrupted. ``--config FILE`` runs ``list``, ``call``,
 ``read`` and ``prompt`` over the servers of a host's configuration file (``hosting.py``),
-and ``proxy`` serves them all through one proxy; ``install`` adds a server to a host's
-(``install.py``).
+and ``proxy`` serves them all through one proxy (``proxying.py``); ``install`` adds a
+server to a host's (``install.py``).
 
 Built on click (the command-line library uvicorn already depends on) and rich (the
 tables and the progress bar); rich is imported only by the commands that print.
@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import json
 import logging
-import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -283,6 +281,7 @@ def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: 
     are the file's.
     """
     from ..proxy.proxy import Proxy, proxy_of
+    from .proxying import configured_upstreams, target_upstream
 
     if not use_http and (host is not None or port is not None):
         raise click.UsageError("--host and --port need --http")
@@ -293,14 +292,14 @@ def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: 
     if config is None:
         (target,) = _words(None, words, ("TARGET",), optional=0)
         assert target is not None
-        connect = _proxy_connect(target, headers)
+        connect = target_upstream(target, _headers(headers))
         server = Proxy(connect() if shared else connect, name, client_options=options)
     else:
         if words:
             raise click.UsageError(f"unexpected argument {words[0]!r} (with --config there is no TARGET)")
         if headers:
             raise click.UsageError("-H is for a URL TARGET; with --config, a server's headers are in the file")
-        upstreams = {key: (connect() if shared else connect) for key, connect in _configured(config, servers).items()}
+        upstreams = {key: (connect() if shared else connect) for key, connect in configured_upstreams(config, servers).items()}
         try:
             server = proxy_of(upstreams, name, client_options=options)
         except ValueError as exc:
@@ -314,41 +313,6 @@ def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: 
     else:
         server.run()
     return OK
-
-
-def _proxy_connect(target: str, headers: tuple[str, ...]) -> Callable[[], Any]:
-    """A fresh transport to TARGET for each upstream session. Raises ``BadParameter``."""
-    from ..transports.stdio.process import StdioTransport
-
-    try:
-        found = parse_target(target, _headers(headers))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="TARGET") from None
-    command = found.command
-
-    def connect() -> Any:
-        return found.transport() if command is None else StdioTransport(command, stderr="inherit")
-
-    return connect
-
-
-def _configured(config: str, servers: tuple[str, ...]) -> dict[str, Callable[[], Any]]:
-    """A fresh transport for each upstream session, for each enabled server of the host
-    configuration at ``config`` (or those ``servers`` name), by name. Raises
-    ``UsageError`` for a file that cannot be used or a server it does not have."""
-    from ..host.config import ConfigError, load_config
-
-    try:
-        found = load_config(config, workspace=os.getcwd())
-    except (ConfigError, OSError) as exc:
-        raise click.UsageError(f"cannot use {config}: {exc}") from None
-    unknown = [name for name in servers if name not in found]
-    if unknown:
-        raise click.UsageError(f"no server {unknown[0]!r} in {config} (it has {', '.join(found) or 'none'})")
-    chosen = [found[name] for name in servers] if servers else [entry for entry in found.values() if not entry.disabled]
-    if not chosen:
-        raise click.UsageError(f"{config} has no enabled server to proxy")
-    return {entry.name: functools.partial(entry.transport, stderr="inherit") for entry in chosen}
 
 
 _WHAT = ("all", "tools", "resources", "templates", "prompts")
