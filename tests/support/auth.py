@@ -22,6 +22,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from mcpkit import Context, Server
+from mcpkit.auth.server import ResourceServer
+from mcpkit.auth.verifiers import JWTVerifier, TokenVerifier
 from support.eras import MODERN
 from support.ports import free_port
 from support.processes import listening, server_command
@@ -205,3 +207,18 @@ def protected(config: dict[str, Any], tmp_path: Path) -> Iterator[Protected]:
         ) as proc,
     ):
         yield Protected(f"http://127.0.0.1:{port}/mcp", proc, log_path)
+
+
+@contextlib.contextmanager
+def guarded_by(verifier: TokenVerifier) -> Iterator[tuple[str, ResourceServer]]:
+    """A server requiring scope ``mcp``, guarded by ``verifier``, on loopback: its MCP URL
+    (the resource, and a JWT verifier's audience) and its ``ResourceServer``."""
+    auth = ResourceServer(
+        resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=verifier, required_scopes=["mcp"]
+    )
+    with serve_in_thread(make_server().asgi_app(auth=auth)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        auth.resource = url
+        if isinstance(verifier, JWTVerifier):
+            verifier.audience = [url]
+        yield url, auth

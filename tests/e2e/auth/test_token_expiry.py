@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -19,29 +17,13 @@ import pytest
 from mcpkit.auth import verifiers
 from mcpkit.auth.identity import AccessToken
 from mcpkit.auth.server import ResourceServer
-from mcpkit.auth.verifiers import DEFAULT_LEEWAY, FunctionVerifier, IntrospectionVerifier, JWTVerifier, TokenVerifier
-from support.auth import ISSUER, KeyServer, challenge, make_server, post, token
-from support.serving import serve_in_thread
+from mcpkit.auth.verifiers import DEFAULT_LEEWAY, FunctionVerifier, IntrospectionVerifier, JWTVerifier
+from support.auth import ISSUER, KeyServer, challenge, guarded_by, post, token
 from support.wire import aopen_session
 
 pytestmark = pytest.mark.timeout(60)
 
 EXPIRED = "the token has expired"
-
-
-@contextmanager
-def guarded_by(verifier: TokenVerifier) -> Iterator[tuple[str, ResourceServer]]:
-    """A server requiring scope ``mcp``, guarded by ``verifier``, on loopback: its MCP
-    URL (the resource, and a JWT verifier's audience) and its ``ResourceServer``."""
-    auth = ResourceServer(
-        resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=verifier, required_scopes=["mcp"]
-    )
-    with serve_in_thread(make_server().asgi_app(auth=auth)) as port:
-        url = f"http://127.0.0.1:{port}/mcp"
-        auth.resource = url
-        if isinstance(verifier, JWTVerifier):
-            verifier.audience = [url]
-        yield url, auth
 
 
 def assert_taken(resp: httpx.Response, who: str = "alice") -> None:

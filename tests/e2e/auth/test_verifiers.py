@@ -14,7 +14,6 @@ import re
 import time
 import types
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -31,28 +30,12 @@ from mcpkit.auth.verifiers import (
     IntrospectionVerifier,
     InvalidToken,
     JWTVerifier,
-    TokenVerifier,
     VerifierUnavailable,
 )
-from support.auth import ISSUER, KeyServer, challenge, key_server, make_server, post, token
+from support.auth import ISSUER, KeyServer, challenge, guarded_by, key_server, post, token
 from support.serving import serve_in_thread
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@contextmanager
-def guarded_by(verifier: TokenVerifier) -> Iterator[tuple[str, ResourceServer]]:
-    """A server requiring scope ``mcp``, guarded by ``verifier``, on loopback: its MCP URL
-    (the resource, and a JWT verifier's audience) and its ``ResourceServer``."""
-    auth = ResourceServer(
-        resource="http://placeholder/mcp", authorization_servers=[ISSUER], verifier=verifier, required_scopes=["mcp"]
-    )
-    with serve_in_thread(make_server().asgi_app(auth=auth)) as port:
-        url = f"http://127.0.0.1:{port}/mcp"
-        auth.resource = url
-        if isinstance(verifier, JWTVerifier):
-            verifier.audience = [url]
-        yield url, auth
 
 
 def assert_taken(resp: httpx.Response) -> None:
