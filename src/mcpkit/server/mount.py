@@ -174,7 +174,7 @@ class Mount:
         """``item`` (the mounted server's Tool, Prompt, Resource or ResourceTemplate)
         as the parent lists it; None if it cannot be offered under the prefix or the
         mount's selection leaves it out."""
-        if not self.selection.admits(key_of(kind, item), item):
+        if not self.selection.everything and not self.selection.admits(key_of(kind, item), item):
             return None
         if self.prefix is None:
             return item
