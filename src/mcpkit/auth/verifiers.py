@@ -434,7 +434,8 @@ class IntrospectionVerifier:
                 self._accepted.put(key, identity, until)
             return identity
         finally:
-            self._inflight.pop(key, None)
+            if self._inflight.get(key) is shared:  # not one a request on another loop started since
+                del self._inflight[key]
 
     async def _ask(self, token: str) -> Any:
         """The endpoint's JSON answer about ``token`` (each step of the exchange within

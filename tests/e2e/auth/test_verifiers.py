@@ -699,14 +699,21 @@ async def test_an_endpoint_that_does_not_answer_in_time_is_503() -> None:
         ks.delay = 0.0
 
 
-@pytest.mark.parametrize(("status", "body"), [(500, {"active": True}), (200, b"not json"), (401, b"{}")])
-def test_an_introspection_endpoint_that_fails_is_503(status: int, body: Any) -> None:
-    with serve_in_thread(Document(body, status)) as port:
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [(500, {"active": True}, "HTTPStatusError"), (200, b"not json", "JSONDecodeError"), (401, b"{}", "HTTPStatusError")],
+)
+def test_an_introspection_endpoint_that_fails_is_503_and_logged(
+    caplog: pytest.LogCaptureFixture, status: int, body: Any, reason: str
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="mcpkit.auth"), serve_in_thread(Document(body, status)) as port:
         verifier = IntrospectionVerifier(f"http://127.0.0.1:{port}/introspect", client_id="rs", client_secret="s")
         with guarded_by(verifier) as (url, _):
             resp = post(url, "tok")
             assert resp.status_code == 503
             assert resp.headers["retry-after"] == "5"
+    logged = [r.getMessage() for r in caplog.records if r.name == "mcpkit.auth"]
+    assert logged == [f"cannot verify tokens: cannot reach the introspection endpoint: {reason}"], logged
 
 
 async def _until(condition: Any, timeout: float = 20) -> None:
@@ -769,6 +776,43 @@ async def test_a_slot_is_held_while_the_endpoint_drips_its_answer_and_given_up_a
             assert drip.asked == ["drip", "other"]
         finally:
             drip.stop = True
+
+
+class Stall:
+    """An introspection endpoint that sends nothing about ``"stall"`` until ``stop`` is
+    set, and answers any other token at once: active."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.asked: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = (await receive()).get("body", b"")
+        tok = dict(p.split("=", 1) for p in body.decode().split("&") if "=" in p).get("token", "")
+        self.asked.append(tok)
+        while tok == "stall" and not self.stop:
+            await asyncio.sleep(0.05)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(ALICE).encode()})
+
+
+async def test_an_endpoint_silent_for_timeout_frees_its_slot_at_once() -> None:
+    """One slot (timeout 4 s), taken by a token the endpoint never answers. The HTTP
+    request itself times out with the wait for it, so the slot is free for the next token
+    at once, not only at the three timeouts that bound an answer still coming."""
+    stall = Stall()
+    with serve_in_thread(stall) as port:
+        try:
+            url = f"http://127.0.0.1:{port}/introspect"
+            verifier = IntrospectionVerifier(url, client_id="rs", client_secret="s", max_concurrent=1, timeout=4)
+            with pytest.raises(VerifierUnavailable, match=r"^no introspection answer within 4 s$"):
+                await verifier.verify("stall")
+            assert (await verifier.verify("other")).subject == "alice"
+            assert stall.asked == ["stall", "other"]
+        finally:
+            stall.stop = True
 
 
 # --- the identity a verifier's claims describe -----------------------------------------------------------
