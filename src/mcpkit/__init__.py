@@ -117,6 +117,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .proxy.proxy import Proxy as Proxy, proxy_of as proxy_of
     from .server.context import Context as Context
     from .server.server import CallNext as CallNext, Middleware as Middleware, Server as Server
+    from .server.transform import ArgTransform as ArgTransform
     from .stores.events import EventStore as EventStore, InMemoryEventStore as InMemoryEventStore
     from .stores.redis import RedisStore as RedisStore
     from .stores.sessions import (
@@ -143,6 +144,7 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "server": {
         ".server.server": ("Server", "Middleware", "CallNext"),
         ".server.context": ("Context",),
+        ".server.transform": ("ArgTransform",),
     },
     "client": {
         ".client.client": ("Client",),

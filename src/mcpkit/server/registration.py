@@ -20,6 +20,7 @@ from .filters import with_tags
 from .injection import Provider, callable_name
 from .registry import Middleware, Registry
 from .tasks import task_mode
+from .transform import ArgTransform, ToolTransform, Wrapper
 
 __all__ = ["Registration"]
 
@@ -183,6 +184,40 @@ class Registration:
         td = tool_from_schema(input_schema, handler, options)
         self._add_scopes("tool", name, scopes)
         self._registry.add_tool(td)
+
+    def transform_tool(
+        self,
+        source: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        args: Mapping[str, ArgTransform] | None = None,
+        wrap: Wrapper | None = None,
+        tags: Sequence[str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Offer the tool ``source`` — this server's own, a mounted server's (by the name
+        it has here) or a proxied one — transformed, in its place: under ``name``, with
+        another ``title``, ``description``, ``tags`` or ``_meta``, its arguments changed
+        as ``args`` says (by the source's argument names: :class:`ArgTransform` renames,
+        describes, gives a default, hides with a fixed value), and ``wrap``, an
+        ``async def wrap(arguments, forward, ctx)``, around its calls
+        (docs/howto/compose.md). The source's own name is no longer offered; clients
+        are told the tool list changed.
+
+        Raises ``ValueError`` if ``source`` is transformed already, another
+        transformation is named ``name``, or ``source`` is offered now and the
+        transformation does not fit it (an unknown argument, a hidden required argument
+        without a default, a default its schema refuses, a rename in a schema that names
+        properties otherwise); ``TypeError`` for a ``wrap`` that is not async or an
+        ``args`` value that is not an ``ArgTransform``. A source offered later (a proxy's
+        upstream) is checked when it appears, and the transformed tool is left out
+        (logged) if it does not fit."""
+        transform = ToolTransform(
+            source, name=name, title=title, description=description, args=args, wrap=wrap, tags=tags, meta=meta
+        )
+        self._registry.add_transform(transform)
 
     def resource(
         self,

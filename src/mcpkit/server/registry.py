@@ -31,6 +31,7 @@ from .definitions.tool_def import ToolDef
 from .session import Session
 from .settings import Settings
 from .tasks import TaskManager
+from .transform import ToolTransform, Transforms
 
 __all__ = ["Registry", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind", "key_of"]
 
@@ -200,6 +201,8 @@ class Registry:
         self.parents: list[Mounted] = []
         #: The remote server this registry also serves (a proxy's), if any.
         self.remote: Remote | None = None
+        #: Tools offered transformed, in place of their sources (server/transform.py).
+        self.transforms = Transforms()
 
     # --- what changed, announced here and where this registry is mounted -------------------------
 
@@ -246,6 +249,16 @@ class Registry:
         """Offer the resource template ``td`` (templates are matched in this order)."""
         self.templates.append(td)
         self.announce("resources")
+
+    def add_transform(self, transform: ToolTransform) -> None:
+        """Offer the tool ``transform.source`` transformed, in its place. Raises
+        ``ValueError`` if it is transformed already, if another transformation has that
+        name, or if the source is offered now and the transformation does not fit it."""
+        found = self.describe_untransformed("tool", transform.source)
+        if found is not None:
+            transform.fit(found[1])
+        self.transforms.add(transform)
+        self.announce("tools")
 
     def add_prompt(self, pd: PromptDef) -> None:
         """Offer the prompt ``pd``. Raises ``ValueError`` for a duplicate name."""
@@ -313,6 +326,11 @@ class Registry:
         its own (server/mount.py)."""
         if method in ("tools/call", "prompts/get"):
             kind, key = ("tool" if method == "tools/call" else "prompt"), str(params.get("name"))
+            if kind == "tool" and self.transforms:
+                if self.transforms.hides(key):
+                    return ()
+                transform = self.transforms.named(key)
+                key = key if transform is None else transform.source
             if key in (self.tools if kind == "tool" else self.prompts) or not self.mounts:
                 return self.scopes.get((kind, key), ())
             routed = self.route(kind, key)
@@ -378,6 +396,12 @@ class Registry:
         """Whether this registry, or one mounted in it, offers ``key`` of ``kind``
         (a resource: a URI it can read; a template: its URI template)."""
         if kind == "tool":
+            if self.transforms:
+                if self.transforms.hides(key):
+                    return False
+                transform = self.transforms.named(key)
+                if transform is not None:
+                    return self.describe(kind, key) is not None
             found = key in self.tools
         elif kind == "prompt":
             found = key in self.prompts
@@ -403,7 +427,21 @@ class Registry:
     def describe(self, kind: Kind, key: str) -> tuple[str, Any] | None:
         """The feature ``key`` of ``kind`` offered here (or mounted, or remote): its own
         key and its wire description — for a resource URI a template matches, the
-        template's URI template and description. None if none is offered."""
+        template's URI template and description; a transformed tool's as transformed.
+        None if none is offered."""
+        if kind == "tool" and self.transforms:
+            if self.transforms.hides(key):
+                return None
+            transform = self.transforms.named(key)
+            if transform is not None:
+                source = self.describe_untransformed(kind, transform.source)
+                described = None if source is None else transform.describe(source[1])
+                return None if described is None else (key, described)
+        return self.describe_untransformed(kind, key)
+
+    def describe_untransformed(self, kind: Kind, key: str) -> tuple[str, Any] | None:
+        """:meth:`describe` as if this registry transformed no tool: what a
+        transformation's source is."""
         found: tuple[str, Any] | None = None
         if kind == "tool" and key in self.tools:
             found = key, self.tools[key].tool
@@ -437,7 +475,7 @@ class Registry:
             own = [r.resource for r in self.resources.values()]
         else:
             own = [t.template for t in self.templates]
-        if not self.mounts and self.remote is None:
+        if not self.mounts and self.remote is None and not (kind == "tool" and self.transforms):
             return own
         seen = {key_of(kind, item) for item in own}
         for mount in reversed(self.mounts):
@@ -448,6 +486,8 @@ class Registry:
                     own.append(exposed)
         if self.remote is not None:  # the last resort of a call, so listed last
             own.extend(item for item in self.remote.listed(kind) if key_of(kind, item) not in seen)
+        if kind == "tool" and self.transforms:
+            return self.transforms.listed(own)
         return own
 
     def reaches(self, other: Registry) -> bool:
@@ -459,7 +499,18 @@ class Registry:
     def header_rules(self, tool: str) -> HeaderRules:
         """The ``x-mcp-header`` annotations of a registered tool, computed once at
         registration (empty for an unknown tool: nothing is kept for names a client
-        makes up); a mounted tool's are its server's, a proxied one's its listing's."""
+        makes up); a mounted tool's are its server's, a proxied one's its listing's, a
+        transformed one's its transformed schema's."""
+        if self.transforms:
+            if self.transforms.hides(tool):
+                return {}
+            transform = self.transforms.named(tool)
+            if transform is not None:
+                source = self.describe_untransformed("tool", transform.source)
+                try:
+                    return {} if source is None else transform.fit(source[1]).rules
+                except ValueError:
+                    return {}
         rules = self._header_rules.get(tool)
         if rules is None and self.mounts:
             routed = self.route("tool", tool)

@@ -792,7 +792,7 @@ class Stall:
         body = (await receive()).get("body", b"")
         tok = dict(p.split("=", 1) for p in body.decode().split("&") if "=" in p).get("token", "")
         self.asked.append(tok)
-        while tok == "stall" and not self.stop:
+        while tok == "stall" and not self.stop:  # noqa: ASYNC110 - the test sets it from another thread
             await asyncio.sleep(0.05)
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": json.dumps(ALICE).encode()})

@@ -42,7 +42,7 @@ from ..tasks import TaskMode
 from ..validate import Validator, compile_schema
 from .options import ToolOptions, wire_icons
 
-__all__ = ["ToolDef", "to_call_result", "CONTENT_TYPES"]
+__all__ = ["ToolDef", "to_call_result", "tool_failure", "CONTENT_TYPES"]
 
 log = logging.getLogger("mcpkit.server")
 #: What a tool may return as content, as it is.
@@ -190,22 +190,10 @@ class ToolDef:
         try:
             # call_handler's choice, inlined: this is every tool call's path
             value = await (self.fn(*args, **kwargs) if self.is_async else run_sync(self.fn, *args, **kwargs))
-        except (McpError, InputRequired):
-            raise
-        except ToolError as exc:
-            return CallToolResult(content=[TextContent(text=flatten_text(exc.message, limit))], is_error=True)
-        except asyncio.CancelledError:
+        except (McpError, InputRequired, asyncio.CancelledError):
             raise
         except BaseException as exc:  # SystemExit from a tool must not end the server either
-            if has_status(exc):
-                raise
-            if mask:
-                ref = os.urandom(6).hex()
-                log.error("tool %r failed (reference %s)", self.name, ref, exc_info=exc)
-                text = f"Tool '{flatten_text(self.name, 256)}' failed (reference {ref})"
-            else:
-                text = flatten_text(_exception_text(exc), limit)
-            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+            return tool_failure(exc, self.name, mask=mask, limit=limit)
         result = to_call_result(value, structured=self.tool.output_schema is not None, wrap=self.wrap_result)
         if self.output_validator is not None and not result.is_error:
             self._check_output(result)
@@ -221,6 +209,25 @@ class ToolDef:
             ref = os.urandom(6).hex()
             log.error("tool %r broke its outputSchema: %s (reference %s)", self.name, reason, ref)
             raise McpError(INTERNAL_ERROR, "Internal error", {"reference": ref})
+
+
+def tool_failure(exc: BaseException, name: str, *, mask: bool, limit: int) -> CallToolResult:
+    """What the tool ``name`` answers for the exception ``exc`` it raised: an ``isError``
+    result with a :class:`ToolError`'s text, or the exception's (with ``mask``, a reference
+    to the log instead). Re-raises ``exc`` if it is a protocol answer chosen on purpose
+    (``McpError``, an exception carrying an HTTP status), an input round or a
+    cancellation."""
+    if isinstance(exc, (McpError, InputRequired, asyncio.CancelledError)) or has_status(exc):
+        raise exc
+    if isinstance(exc, ToolError):
+        return CallToolResult(content=[TextContent(text=flatten_text(exc.message, limit))], is_error=True)
+    if mask:
+        ref = os.urandom(6).hex()
+        log.error("tool %r failed (reference %s)", name, ref, exc_info=exc)
+        text = f"Tool '{flatten_text(name, 256)}' failed (reference {ref})"
+    else:
+        text = flatten_text(_exception_text(exc), limit)
+    return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
 
 def _exception_text(exc: BaseException) -> str:

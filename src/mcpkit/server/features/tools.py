@@ -13,7 +13,7 @@ import msgspec
 
 from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ...protocol.types import CallToolParams, CallToolResult, CursorParams, ListToolsResult, Result
-from ..context import Call, Context
+from ..context import Call, Context, mounted_context
 from ..registry import Registry
 from ..tasks import TaskManager
 
@@ -45,7 +45,40 @@ async def _call(
     params: CallToolParams,
 ) -> Result:
     """:func:`call_tool` on ``reg``, a tool of a mounted server on its registry:
-    ``timeout`` and ``mask`` are what the servers it was mounted in say."""
+    ``timeout`` and ``mask`` are what the servers it was mounted in say. A transformed
+    tool (server/transform.py) is called through its transformation."""
+    transforms = reg.transforms
+    if transforms:
+        transform = transforms.named(params.name)
+        if transform is not None:
+            source = reg.describe_untransformed("tool", transform.source)
+            if source is None:
+                raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
+
+            def forward(arguments: dict[str, Any]) -> Coroutine[Any, Any, Result]:
+                # the source's handler and middleware see the request as the source takes it
+                renamed = {"name": transform.source, "arguments": arguments}
+                named = msgspec.structs.replace(params, name=transform.source, arguments=arguments)
+                return _source(reg, tasks, timeout, mask, mounted_context(ctx, renamed, ctx.lifespan), call, named)
+
+            limit = reg.settings.max_error_text
+            return await transform.call(source[1], params.arguments or {}, ctx, forward, mask=mask, limit=limit)
+        if transforms.hides(params.name):
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
+    return await _source(reg, tasks, timeout, mask, ctx, call, params)
+
+
+async def _source(
+    reg: Registry,
+    tasks: TaskManager,
+    timeout: float | None,
+    mask: bool,
+    ctx: Context,
+    call: Call,
+    params: CallToolParams,
+) -> Result:
+    """:func:`_call` of a tool that is not transformed in ``reg``: its own, a mounted
+    server's, or the remote server's."""
     td = reg.tools.get(params.name)
     settings = reg.settings
     if td is None:
