@@ -490,6 +490,24 @@ class Registry:
             return self.transforms.listed(own)
         return own
 
+    def snapshot(self) -> Registry:
+        """A registry offering what this one offers now — its features, their scopes and
+        completions, its middleware, its transformations, the servers mounted in it and
+        its remote — that later changes here do not reach (``Server.import_server``)."""
+        copy = Registry(self.settings, self.hub, self.tasks)
+        copy.tools = dict(self.tools)
+        copy._header_rules = dict(self._header_rules)
+        copy.resources = dict(self.resources)
+        copy.templates = list(self.templates)
+        copy.prompts = dict(self.prompts)
+        copy.completions = dict(self.completions)
+        copy.middleware = list(self.middleware)
+        copy.scopes = dict(self.scopes)
+        copy.mounts = list(self.mounts)
+        copy.remote = self.remote
+        copy.transforms = self.transforms.copy()
+        return copy
+
     def reaches(self, other: Registry) -> bool:
         """Whether ``other`` is this registry or mounted in it, at any depth."""
         return other is self or any(mount.registry.reaches(other) for mount in self.mounts)

@@ -236,6 +236,38 @@ class Server(Registration):
             selection=selection,
         ).attach(self._lifespan)
 
+    def import_server(
+        self,
+        server: Server,
+        prefix: str | None = None,
+        *,
+        separator: str = "_",
+        scopes: Sequence[str] = (),
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+        include_tags: Iterable[str] | None = None,
+        exclude_tags: Iterable[str] = (),
+    ) -> None:
+        """Offer what ``server`` offers now, as :meth:`mount` would — the same names,
+        selection, scopes, middleware, lifespan and order — but as a copy: what
+        ``server`` registers, removes, disables or enables later does not change what
+        this server offers (the servers mounted in ``server`` stay live, as the copy
+        mounts them too). Raises what :meth:`mount` raises."""
+        if not isinstance(server, Server):
+            raise TypeError(f"import_server() takes a Server, not {type(server).__name__}")
+        if server is self:
+            raise ValueError("a server cannot be mounted in itself, nor in a server mounted in it")
+        selection = Selection(include=include, exclude=exclude, include_tags=include_tags, exclude_tags=exclude_tags)
+        Mount(
+            self._registry,
+            server._registry.snapshot(),
+            server._lifespan,
+            prefix=prefix,
+            separator=separator,
+            scopes=scopes,
+            selection=selection,
+        ).attach(self._lifespan)
+
     # --- authorization (docs/auth.md) --------------------------------------------------
 
     def scopes_for(self, method: str, raw_params: msgspec.Raw) -> tuple[str, ...]:

@@ -363,6 +363,13 @@ class Transforms:
     def __bool__(self) -> bool:
         return bool(self._by_source)
 
+    def copy(self) -> Transforms:
+        """The same transformations, in a table of their own."""
+        copy = Transforms()
+        copy._by_name = dict(self._by_name)
+        copy._by_source = dict(self._by_source)
+        return copy
+
     def add(self, transform: ToolTransform) -> None:
         """Add ``transform``. Raises ``ValueError`` if its source is transformed
         already, or its name is another transformation's."""

@@ -30,6 +30,7 @@ from mcpkit.server.mount import prefix_uri, unprefix_uri
 from support.eras import ERAS, LEGACY, MODERN
 from support.ports import free_port
 from support.processes import listening, load_server, server_command
+from support.serving import serve_in_thread
 from support.transports import TRANSPORTS
 from support.waiting import until
 
@@ -319,3 +320,50 @@ async def test_mounting_while_serving_is_announced_but_not_for_a_server_with_a_l
         assert text_of(await client.call_tool("late_t")) == "late"
         with pytest.raises(RuntimeError, match="lifespan"):
             parent.mount(Server("x", lifespan=life), prefix="x")
+
+
+# --- a static copy (import_server) ---------------------------------------------------------------
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_imported_server_is_offered_as_it_was_when_imported(era: str) -> None:
+    """Over real HTTP: ``import_server`` names and serves like a mount (prefix, URIs,
+    middleware), but what the imported server changes later is not offered."""
+    seen: list[str] = []
+    notes = Server("notes")
+
+    @notes.use
+    async def inner(ctx: Any, call_next: Any) -> Any:
+        seen.append(str(ctx.params.get("name") or ctx.params.get("uri")))
+        return await call_next()
+
+    notes.tool(name="add")(lambda text: f"added {text}")
+    notes.tool(name="drop")(lambda: "dropped")
+    notes.resource("notes://{day}")(lambda day: f"notes of {day}")
+    app = Server("app")
+    app.import_server(notes, prefix="notes", exclude=["drop"])
+    notes.tool(name="later")(lambda: "too late")
+    notes.remove_tool("add")
+    with serve_in_thread(app.asgi_app()) as port:
+        async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), ClientOptions(protocol_version=era)) as client:
+            assert [t.name for t in await client.list_all_tools()] == ["notes_add"]
+            assert text_of(await client.call_tool("notes_add", {"text": "milk"})) == "added milk"
+            for gone in ("notes_later", "notes_drop"):
+                with pytest.raises(McpError) as caught:
+                    await client.call_tool(gone)
+                assert caught.value.code == -32602
+            assert (await client.read_resource("notes://notes/monday")).contents[0].text == "notes of monday"  # type: ignore[union-attr]
+    assert seen == ["add", "notes://monday"]
+
+
+def test_what_import_server_refuses() -> None:
+    app = Server("app")
+    with pytest.raises(ValueError, match="itself"):
+        app.import_server(app, prefix="again")
+    with pytest.raises(TypeError, match="takes a Server"):
+        app.import_server(object(), prefix="x")  # type: ignore[arg-type]
+    child = Server("child")
+    app.mount(child, prefix="c")
+    with pytest.raises(ValueError, match="itself"):
+        child.import_server(app, prefix="p")
