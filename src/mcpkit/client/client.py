@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..protocol.tasks import Task
 from ..protocol.types import DiscoverResult, Implementation, Root
+from ..runtime.peer import ProgressCallback
 from ..transports.base import Servable, Transport
 from .features import FeatureRequests
 from .options import ClientOptions, RequestOptions
@@ -153,14 +154,16 @@ class Client(FeatureRequests):
         timeout: float | None = None,
         meta: dict[str, Any] | None = None,
         ttl: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> TaskHandle:
         """Call a tool as a task and return its :class:`TaskHandle` as soon as the server
         has created it (``await handle.wait()`` for the result). 2026-07-28: the call
         declares the tasks extension and the server decides — a call it answers at once
         gives a handle without a ``task_id`` whose ``wait()`` returns that result.
         2025-11-25: the call asks for a task (``ttl``: how long the server should keep it,
-        in seconds). Raises as :meth:`call_tool` does (-32021 from a server that cannot)."""
-        return await start_task(self._session, name, arguments, timeout=timeout, meta=meta, ttl=ttl)
+        in seconds). ``on_progress`` receives the progress the server reports before it
+        answers. Raises as :meth:`call_tool` does (-32021 from a server that cannot)."""
+        return await start_task(self._session, name, arguments, timeout=timeout, meta=meta, ttl=ttl, on_progress=on_progress)
 
     def task(self, task_id: str) -> TaskHandle:
         """A handle for the task ``task_id``, started earlier, maybe on another connection

@@ -40,6 +40,7 @@ from ..protocol import meta as meta_keys
 from ..protocol.errors import REQUEST_CANCELLED, McpError, RequestTimeout, flatten_text
 from ..protocol.tasks import TASK_RESULT, Task, legacy_task, with_tasks_declared
 from ..protocol.types import CallToolResult
+from ..runtime.peer import ProgressCallback
 from .core import CallCore
 from .results import decode_result
 
@@ -311,6 +312,7 @@ async def start_task(
     timeout: float | None,
     meta: dict[str, Any] | None,
     ttl: float | None,
+    on_progress: ProgressCallback | None = None,
 ) -> TaskHandle:
     """``tools/call`` asking for a task (see :meth:`Client.start_task`). Raises as
     ``call_tool`` does, and a local ``McpError(-32603)`` for a malformed task."""
@@ -318,7 +320,7 @@ async def start_task(
     if meta:
         params["_meta"] = meta
     params = _wire(core).call_params(core, params, ttl)
-    raw = await core.call("tools/call", params, msgspec.Raw, timeout, idempotent=False)
+    raw = await core.call("tools/call", params, msgspec.Raw, timeout, on_progress, idempotent=False)
     kind = decode_result(raw, _Kind)
     if kind.result_type == TASK_RESULT:
         task = decode_result(raw, Task)

@@ -23,7 +23,11 @@ What the upstream server starts is relayed to it:
   (:meth:`~mcpkit.server.session.Session.log`), else it is dropped (a shared link has no
   one connection to send it to, and the modern era no connection-wide way back);
 * a cancelled downstream request cancels the forwarding task, and the Client cancels the
-  upstream request on the wire.
+  upstream request on the wire;
+* a call from a client of the tasks extension to a modern server behind declares the
+  extension upstream; a task the server behind creates makes the downstream call a task
+  of the proxy's (:meth:`Link._call_as_task`), which follows the task behind and cancels
+  it if it ends first.
 
 Errors cross as they are: an upstream ``McpError`` is raised unchanged (code, message,
 data), so the dispatcher sends it on as such; a local failure (the upstream gone, its
@@ -37,8 +41,10 @@ downstream request's authorization (its bearer token) is ever put on it.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -47,15 +53,20 @@ import msgspec
 from ..client.client import Client
 from ..client.handlers import input_key
 from ..client.options import ClientOptions
+from ..client.tasks import TaskHandle
 from ..protocol.eras import BY_NAME
 from ..protocol.errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, McpError
 from ..protocol.interactive import ELICIT, LIST_ROOTS, SAMPLE, CreateMessageParams, ElicitRequestParams, missing_capability
+from ..protocol.tasks import declares_tasks
 from ..protocol.types import CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, Root
+from ..runtime.peer import ProgressCallback
 from ..server.context import Context, relay_question
 from ..server.session import Session
 from ..transports.base import Servable, Transport
 
 __all__ = ["Link", "Connect", "Asking", "mirrored_options"]
+
+log = logging.getLogger("mcpkit.proxy")
 
 #: What a proxy connects with: a function returning a fresh transport (or a Server, in
 #: memory) for each upstream session.
@@ -113,6 +124,8 @@ class Link:
         self.active: list[Context] = []
         #: The exchange this link is lent to (bridge.py), if any.
         self.exchange: Asking | None = None
+        #: Upstream tasks being cancelled in the background (kept referenced).
+        self._cancelling: set[asyncio.Task[None]] = set()
         self.client = Client(
             connect(),
             dataclasses.replace(
@@ -166,6 +179,9 @@ class Link:
             async def progress(done: float, total: float | None, message: str | None) -> None:
                 await ctx_of().report_progress(done, total, message)
 
+            ctx = ctx_of()
+            if client.era == "modern" and ctx.era == "modern" and declares_tasks(ctx.client_capabilities):
+                return await self._call_as_task(ctx, params, progress)
             return await client.call_tool(params.name, params.arguments, on_progress=progress)
         if isinstance(params, GetPromptParams):
             return await client.get_prompt(params.name, params.arguments)
@@ -176,6 +192,41 @@ class Link:
             context = params.context.arguments if params.context is not None else None
             return await client.complete(ref, params.argument.name, params.argument.value, context=context)
         raise McpError(INTERNAL_ERROR, f"a proxy does not forward {method}")
+
+    async def _call_as_task(self, ctx: Context, params: CallToolParams, progress: ProgressCallback) -> Any:
+        """A call for a client of the tasks extension, to a modern server behind: the
+        extension declared upstream too. When the server behind makes the call a task,
+        the downstream call becomes one of the proxy's (``ctx.start_task``: the client
+        gets the proxy's handle at once) that follows the upstream task to its end —
+        its questions relayed to the proxy's task, its outcome the proxy task's; it is
+        cancelled upstream if the proxy's task ends first (``tasks/cancel``, its time to
+        live). Where the proxy cannot make it a task, it is followed within the client's
+        request timeout, as a plain call's task is. Raises as :meth:`forward` does."""
+        client = self.client
+        handle = await client.start_task(params.name, params.arguments, on_progress=progress)
+        if handle.task_id is None:
+            return await handle.wait()  # answered at once
+        became = await ctx.start_task()
+        try:
+            return await handle.wait(timeout=None if became else client.options.request_timeout)
+        except BaseException:
+            if handle.task is None or not handle.task.terminal:
+                self._cancel_upstream(handle)
+            raise
+
+    def _cancel_upstream(self, handle: TaskHandle) -> None:
+        """Cancel an upstream task the proxy no longer follows, in the background
+        (a failure is logged at debug level: the connection may be going)."""
+
+        async def cancel() -> None:
+            try:
+                await handle.cancel()
+            except Exception as exc:
+                log.debug("could not cancel the upstream task %s: %s", handle.task_id, exc)
+
+        job = asyncio.get_running_loop().create_task(cancel(), name="mcpkit-proxy-cancel-task")
+        self._cancelling.add(job)
+        job.add_done_callback(self._cancelling.discard)
 
     # --- what the upstream server starts ------------------------------------------------
 

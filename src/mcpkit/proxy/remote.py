@@ -48,6 +48,7 @@ from ..protocol.eras import BY_NAME
 from ..protocol.errors import INTERNAL_ERROR, McpError, flatten_text
 from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.interactive import MRTR_METHODS
+from ..protocol.tasks import declares_tasks
 from ..protocol.types import Tool
 from ..server.context import Call, Context
 from ..server.definitions.uri_template import UriTemplate
@@ -103,6 +104,7 @@ class RemoteFeatures:
         self._rewatch = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
         self._capabilities: dict[str, Any] = {}
+        self._runs_tasks = False
         #: The tasks that open a session's link and close it when the session ends.
         self._tasks: set[asyncio.Future[None]] = set()
         #: Links lent to exchanges (bridge.py): idle ones, and how many there are in all.
@@ -122,6 +124,7 @@ class RemoteFeatures:
             await primary.client.discover()
         caps = primary.client.server_capabilities
         self._capabilities = {name: caps[name] for name in _FEATURES if name in caps}
+        self._runs_tasks = not self._upstream_is_legacy() and declares_tasks(caps)
         if "resources" in self._capabilities:
             self._capabilities["resources"] = {"subscribe": True, "listChanged": True}
         for kind in ("tools", "prompts", "resources"):
@@ -153,6 +156,10 @@ class RemoteFeatures:
     @property
     def capabilities(self) -> dict[str, Any]:
         return self._capabilities
+
+    @property
+    def runs_tasks(self) -> bool:
+        return self._runs_tasks
 
     def listed(self, kind: Kind) -> list[Any]:
         return self._lists[kind]

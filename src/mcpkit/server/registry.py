@@ -148,6 +148,13 @@ class Remote(Protocol):
         remote server is told, on that connection's upstream session. Never raises."""
         ...
 
+    @property
+    def runs_tasks(self) -> bool:
+        """Whether the remote server runs calls as tasks (it declared the tasks extension
+        of the 2026-07-28 era): a call forwarded for a client of the extension may then
+        become a task here (docs/howto/proxies.md)."""
+        ...
+
     def serves(self, kind: Kind, key: str) -> bool:
         """Whether a request for ``key`` of ``kind``, which this registry does not have,
         goes to the remote server: any key when the remote's features are not filtered
@@ -576,8 +583,11 @@ class Registry:
         return caps
 
     def runs_tasks(self) -> bool:
-        """Whether a tool, here or mounted, enabled or not, may run as a task."""
+        """Whether a tool, here or mounted (or the remote server's), enabled or not, may
+        run as a task."""
         tools = [*self.tools.values(), *(td for (kind, _), td in self.disabled.items() if kind == "tool")]
+        if self.remote is not None and self.remote.runs_tasks:
+            return True
         return any(td.task is not None for td in tools) or any(m.registry.runs_tasks() for m in self.mounts)
 
 

@@ -84,8 +84,15 @@ async def _source(
     if td is None:
         routed = reg.route("tool", params.name) if reg.mounts else None
         if routed is None:
-            if reg.remote is not None and reg.remote.serves("tool", params.name):  # a proxy's (remote.py)
-                return await reg.remote.forward(ctx, call, "tools/call", params)  # type: ignore[no-any-return]
+            remote = reg.remote
+            if remote is not None and remote.serves("tool", params.name):  # a proxy's (remote.py)
+
+                def forward() -> Coroutine[Any, Any, CallToolResult]:
+                    return remote.forward(ctx, call, "tools/call", params)
+
+                if remote.runs_tasks and tasks.offered(ctx, call):  # a task upstream becomes one here
+                    return await tasks.call_tool("deferred", params.name, ctx, call, forward)
+                return await forward()
             raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
         mount, name = routed
         inner, local = mount.registry, msgspec.structs.replace(params, name=name)
