@@ -180,7 +180,9 @@ class Link:
                 await ctx_of().report_progress(done, total, message)
 
             ctx = ctx_of()
-            if client.era == "modern" and ctx.era == "modern" and declares_tasks(ctx.client_capabilities):
+            upstream = BY_NAME.get(client.era or "")
+            tasks_both_ways = upstream is not None and upstream.tasks_extension and BY_NAME[ctx.era].tasks_extension
+            if tasks_both_ways and declares_tasks(ctx.client_capabilities):
                 return await self._call_as_task(ctx, params, progress)
             return await client.call_tool(params.name, params.arguments, on_progress=progress)
         if isinstance(params, GetPromptParams):
