@@ -77,6 +77,7 @@ class Registration:
     @overload
     def tool(
         self,
+        fn: str | None = None,
         /,
         *,
         name: str | None = None,
@@ -94,7 +95,7 @@ class Registration:
 
     def tool(
         self,
-        fn: F | None = None,
+        fn: F | str | None = None,
         /,
         *,
         name: str | None = None,
@@ -109,7 +110,8 @@ class Registration:
         timeout: float | None = None,
         task: bool | Literal["optional", "required", "deferred"] = False,
     ) -> F | Callable[[F], F]:
-        """Register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
+        """Register a function as a tool (``@server.tool``, ``@server.tool(...)``, or
+        ``@server.tool("name", ...)``: a name given first is ``name``).
 
         ``timeout`` (seconds) cancels a call that runs longer, answering it with a tool
         error that says so (default: ``Server(tool_timeout=...)``, else no limit); a
@@ -129,6 +131,9 @@ class Registration:
         ``ValueError`` if a tool of that name exists, ``timeout`` is not positive or
         ``task`` is not one of those values.
         """
+        if isinstance(fn, str):
+            name = _one_name(fn, name)
+            fn = None
         options = ToolOptions(
             name=name,
             title=title,
@@ -269,6 +274,7 @@ class Registration:
     @overload
     def prompt(
         self,
+        fn: str | None = None,
         /,
         *,
         name: str | None = None,
@@ -282,7 +288,7 @@ class Registration:
 
     def prompt(
         self,
-        fn: F | None = None,
+        fn: F | str | None = None,
         /,
         *,
         name: str | None = None,
@@ -293,9 +299,14 @@ class Registration:
         tags: Sequence[str] = (),
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
     ) -> F | Callable[[F], F]:
-        """Register a prompt. Its arguments are the function's parameters (strings);
-        it returns a string (one user message), messages, or a ``GetPromptResult``.
-        ``scopes`` and ``tags`` as for :meth:`~Server.tool`."""
+        """Register a prompt (``@server.prompt``, ``@server.prompt(...)``, or
+        ``@server.prompt("name", ...)``). Its arguments are the function's parameters
+        (strings); it returns a string (one user message), messages, or a
+        ``GetPromptResult``. ``scopes`` and ``tags`` as for :meth:`~Server.tool`. Raises
+        ``ValueError`` for a duplicate name, ``TypeError`` for a name given twice."""
+        if isinstance(fn, str):
+            name = _one_name(fn, name)
+            fn = None
 
         def register(f: F) -> F:
             self._add_scopes("prompt", name or callable_name(f), scopes)
@@ -327,3 +338,11 @@ class Registration:
         outermost. Returns it, so it also works as a decorator."""
         self._registry.middleware.append(middleware)
         return middleware
+
+
+def _one_name(positional: str, keyword: str | None) -> str:
+    """The name of ``@server.tool("name")``. Raises ``TypeError`` if ``name=`` is given
+    too."""
+    if keyword is not None:
+        raise TypeError("give the name once: positionally or as name=, not both")
+    return positional

@@ -188,12 +188,54 @@ def _class_schema(tp: type, defs: dict[str, Any]) -> dict[str, Any]:
         return _hoist(typing.cast(Any, tp).model_json_schema(ref_template="#/$defs/{model}"), defs)
     if issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp):
         try:
-            (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
+            (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}", schema_hook=_schema_hook)
         except TypeError as exc:
             raise SchemaError(str(exc)) from None
+        for typed_dict in _typeddicts_in(tp, set()):
+            found = components.get(typed_dict.__name__)
+            if found is not None and found.get("title") == typed_dict.__name__:
+                _in_declared_order(found, list(typed_dict.__annotations__))
         defs.update(components)
         return dict(schema)
     raise SchemaError(f"type {tp!r} has no JSON Schema form")
+
+
+def _schema_hook(tp: Any) -> dict[str, Any]:
+    """The schema of a field type msgspec has none for: a path is its string."""
+    if _path_class(tp):
+        return {"type": "string"}
+    raise NotImplementedError  # msgspec's schema_hook protocol: "not a type this hook knows"
+
+
+def _typeddicts_in(tp: Any, seen: set[Any]) -> list[type]:
+    """The TypedDict classes among ``tp`` and the types of its fields, at any depth
+    (msgspec lists a TypedDict's properties sorted by name; a schema should keep the
+    order they were declared in, as it does for dataclasses and structs)."""
+    if tp in seen or (not isinstance(tp, type) and typing.get_origin(tp) is None):
+        return []
+    seen.add(tp)
+    args = typing.get_args(tp)
+    if args:
+        return [found for arg in args for found in _typeddicts_in(arg, seen)]
+    if not (isinstance(tp, type) and (issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp))):
+        return []
+    try:
+        hints = typing.get_type_hints(tp)
+    except Exception:  # an unresolvable hint: msgspec reported it already, or never looks
+        return []
+    found = [tp] if _is_typeddict(tp) else []
+    return found + [nested for hint in hints.values() for nested in _typeddicts_in(hint, seen)]
+
+
+def _in_declared_order(schema: dict[str, Any], order: list[str]) -> None:
+    """``schema``'s ``properties`` and ``required`` in the order of ``order``."""
+    rank = {name: i for i, name in enumerate(order)}
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        schema["properties"] = dict(sorted(properties.items(), key=lambda item: rank.get(item[0], len(rank))))
+    required = schema.get("required")
+    if isinstance(required, list):
+        schema["required"] = sorted(required, key=lambda name: rank.get(name, len(rank)))
 
 
 # --- docstrings ---------------------------------------------------------------------------

@@ -15,12 +15,13 @@ import textwrap
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
+import msgspec
 import pytest
 
-from mcpkit import AccessToken, CallToolResult, Client, ClientOptions, Context, McpError, Server, TextContent
+from mcpkit import AccessToken, CallToolResult, Client, ClientOptions, Context, HttpTransport, McpError, Server, TextContent
 from support.eras import LEGACY, MODERN
 from support.ports import free_port
 from support.serving import serve_in_thread
@@ -297,6 +298,94 @@ async def test_everyday_types_as_parameters_and_results() -> None:
         plain = await client.call_tool("greet", {"name": "Ada"})
         assert plain.structured_content is None  # absent reads as None, not a sentinel
         assert tools["greet"].output_schema is None
+
+
+@dataclasses.dataclass
+class Upload:
+    where: pathlib.Path
+    copies: list[pathlib.Path]
+
+
+class Stored(msgspec.Struct):
+    path: pathlib.Path
+
+
+class Report(TypedDict):
+    zeta: int
+    alpha: Inner
+    middle: pathlib.Path
+
+
+class Inner(TypedDict):
+    zz: int
+    aa: int
+
+
+TRANSPORT_KINDS = [pytest.param("memory", id="memory"), pytest.param("http", id="http", marks=pytest.mark.e2e)]
+
+
+@contextlib.asynccontextmanager
+async def connected(server: Server, kind: str) -> AsyncIterator[Client]:
+    if kind == "memory":
+        async with Client(server, ClientOptions(protocol_version=MODERN)) as client:
+            yield client
+        return
+    with serve_in_thread(server.asgi_app()) as port:
+        async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), ClientOptions(protocol_version=LEGACY)) as client:
+            yield client
+
+
+@pytest.mark.parametrize("kind", TRANSPORT_KINDS)
+async def test_paths_as_fields_and_typeddicts_in_declaration_order(kind: str) -> None:
+    server = Server("fields")
+
+    @server.tool("store")  # the name first, as FastMCP takes it
+    def store(upload: Upload) -> Stored:
+        kinds = {type(upload.where).__name__, *(type(c).__name__ for c in upload.copies)}
+        assert kinds == {"PosixPath"}
+        return Stored(path=upload.where / "stored")
+
+    @server.tool
+    def report() -> Report:
+        return {"zeta": 1, "alpha": {"zz": 2, "aa": 3}, "middle": pathlib.Path("/m")}
+
+    @server.prompt("hello")
+    def hello(who: str) -> str:
+        return f"Hello, {who}"
+
+    async with connected(server, kind) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"store", "report"}
+        upload = tools["store"].input_schema["$defs"]["Upload"]["properties"]
+        assert upload == {"where": {"type": "string"}, "copies": {"type": "array", "items": {"type": "string"}}}
+        assert tools["store"].output_schema == {
+            "title": "Stored",
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        }
+        stored = await client.call_tool("store", {"upload": {"where": "/srv", "copies": ["/a", "/b"]}})
+        assert stored.structured_content == {"path": "/srv/stored"}
+        schema = tools["report"].output_schema
+        assert schema is not None
+        assert list(schema["properties"]) == ["zeta", "alpha", "middle"]
+        assert schema["required"] == ["zeta", "alpha", "middle"]
+        assert list(schema["$defs"]["Inner"]["properties"]) == ["zz", "aa"]
+        assert (await client.call_tool("report")).structured_content == {"zeta": 1, "alpha": {"zz": 2, "aa": 3}, "middle": "/m"}
+        assert (await client.get_prompt("hello", {"who": "Ada"})).messages[0].content.text == "Hello, Ada"  # type: ignore[union-attr]
+
+
+def test_a_name_given_twice_and_an_exploded_template_are_refused() -> None:
+    server = Server("refusals")
+    with pytest.raises(TypeError, match="give the name once"):
+        server.tool("a", name="b")
+    with pytest.raises(TypeError, match="give the name once"):
+        server.prompt("a", name="b")
+    for template, fix in [("files://{path*}", "{+path}"), ("files://{/parts*}", "{+parts}"), ("x://{a,b*}", "{+b}")]:
+        with pytest.raises(ValueError, match="explode modifier") as caught:
+            server.resource(template)(lambda **kw: "x")
+        assert str(caught.value).endswith(f"write {fix}")
+    server.resource("x://{name}{?tags*}")(lambda name, tags="": f"{name} {tags}")  # in the query it is a parameter
 
 
 async def test_icons_titles_and_meta_per_handler() -> None:

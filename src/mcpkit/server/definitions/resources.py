@@ -25,6 +25,9 @@ __all__ = ["UriTemplate", "ResourceDef", "TemplateDef", "resource_from_function"
 
 _json = msgspec.json.Encoder()
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
+#: An expression with the explode modifier, but in the query (``{?tags*}``), where a
+#: matched value is the query parameter's.
+_EXPLODED = re.compile(r"\{([+#./;]?)([^{}?&]*\*[^{}]*)\}")
 
 
 def is_valid_uri(uri: str) -> bool:
@@ -75,13 +78,21 @@ def resource_from_function(
     """The definition of a resource served by ``fn``: a template when ``uri`` has
     ``{placeholders}`` (their values are ``fn``'s keyword arguments), else a resource of
     that fixed URI; the name and description default to the function's name and
-    docstring summary. Raises ``ValueError`` for a malformed URI or URI template or an
-    icon without a ``src``, ``TypeError`` for a template whose variables ``fn`` does not
+    docstring summary. Raises ``ValueError`` for a malformed URI or URI template (the
+    explode modifier ``{path*}`` outside the query included: ``{+path}`` takes a value
+    with ``/``) or an icon without a ``src``, ``TypeError`` for a template whose variables ``fn`` does not
     take."""
     summary, _ = parse_docstring(callable_target(fn).__doc__ or fn.__doc__)
     desc = description if description is not None else summary
     fn_name = name or callable_name(fn)
     if "{" in uri:
+        exploded = _EXPLODED.search(uri)
+        if exploded is not None:
+            variable = exploded.group(2).split("*")[0].split(",")[-1]
+            raise ValueError(
+                f"resource template {uri!r}: the explode modifier ({exploded.group(0)}) is not supported in a"
+                f" resource template; for a value that may contain '/', write {{+{variable}}}"
+            )
         template = ResourceTemplate(
             uri_template=uri,
             name=fn_name,
