@@ -116,6 +116,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     )
     from .proxy.proxy import Proxy as Proxy, proxy_of as proxy_of
     from .server.context import Context as Context
+    from .server.media import Audio as Audio, File as File, Image as Image
     from .server.server import CallNext as CallNext, Middleware as Middleware, Server as Server
     from .server.transform import ArgTransform as ArgTransform
     from .stores.events import EventStore as EventStore, InMemoryEventStore as InMemoryEventStore
@@ -145,6 +146,7 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".server.server": ("Server", "Middleware", "CallNext"),
         ".server.context": ("Context",),
         ".server.transform": ("ArgTransform",),
+        ".server.media": ("Image", "Audio", "File"),
     },
     "client": {
         ".client.client": ("Client",),

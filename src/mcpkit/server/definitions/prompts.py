@@ -22,6 +22,7 @@ from ...protocol.types import (
 )
 from ..handler import FunctionHandler
 from ..injection import Provider, callable_name, callable_target
+from ..media import Media
 from ..schema import parse_docstring
 from .options import wire_icons
 
@@ -74,6 +75,8 @@ def _message(item: Any) -> PromptMessage:
         return msgspec.convert(item, PromptMessage)
     if isinstance(item, typing.get_args(Content)):
         return PromptMessage(role="user", content=item)
+    if isinstance(item, Media):
+        return PromptMessage(role="user", content=item.to_content())
     raise TypeError(f"a prompt cannot return {type(item).__name__}")
 
 

@@ -17,6 +17,7 @@ from ...protocol.errors import INVALID_PARAMS, McpError, echo
 from ...protocol.types import Icon, Resource, ResourceContents, ResourceTemplate
 from ..handler import FunctionHandler
 from ..injection import Provider, callable_name, callable_target
+from ..media import Media
 from ..schema import parse_docstring
 from .options import wire_icons
 from .uri_template import UriTemplate
@@ -121,9 +122,12 @@ def resource_from_function(
 def to_contents(value: Any, uri: str, mime_type: str | None) -> list[ResourceContents]:
     """What a resource handler returned, as resource contents: ``str`` is text,
     ``bytes`` a base64 blob, :class:`ResourceContents` pass through, anything else is
-    JSON text."""
+    JSON text; an :mod:`..media` value is its bytes under its own media type (text for a
+    text file)."""
     if isinstance(value, ResourceContents):
         return [value]
+    if isinstance(value, Media):
+        return [value.to_resource_contents(uri)]
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, ResourceContents) for v in value):
         return list(value)
     if isinstance(value, str):

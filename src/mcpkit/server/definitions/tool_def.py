@@ -36,17 +36,20 @@ from ...runtime.threads import is_async_callable, run_sync
 from ..context import Context
 from ..injection import Provider
 from ..interaction import InputRequired
+from ..media import Media
 from ..schema import encode_hook
 from ..settings import check_limit
 from ..tasks import TaskMode
 from ..validate import Validator, compile_schema
 from .options import ToolOptions, wire_icons
 
-__all__ = ["ToolDef", "to_call_result", "tool_failure", "CONTENT_TYPES"]
+__all__ = ["ToolDef", "to_call_result", "tool_failure", "CONTENT_TYPES", "CONTENT_LIKE"]
 
 log = logging.getLogger("mcpkit.server")
 #: What a tool may return as content, as it is.
 CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+#: What a tool may return as content: the blocks, and media made into blocks (media.py).
+CONTENT_LIKE = (*CONTENT_TYPES, Media)
 _json = msgspec.json.Encoder()
 
 
@@ -260,7 +263,9 @@ def _pydantic_reason(exc: Any) -> str:
 def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) -> CallToolResult:
     """Turn what a tool returned into a :class:`CallToolResult`.
 
-    ``str`` becomes text; content blocks pass through; ``None`` is empty; other
+    ``str`` becomes text; content blocks pass through, and :mod:`..media` values
+    become blocks (also in a list of blocks, where strings are text blocks); ``None`` is
+    empty; other
     values are JSON text, and also ``structuredContent`` when the tool declares an
     output schema (``wrap`` puts them under ``"result"``).
     """
@@ -270,8 +275,10 @@ def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) 
         return CallToolResult(content=[TextContent(text=value)])
     if isinstance(value, CONTENT_TYPES):
         return CallToolResult(content=[value])
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, CONTENT_TYPES) for v in value):
-        return CallToolResult(content=list(value))
+    if isinstance(value, Media):
+        return CallToolResult(content=[value.to_content()])
+    if isinstance(value, (list, tuple)) and _is_content_list(value):
+        return CallToolResult(content=[_block(v) for v in value])
     if value is None and not structured:
         return CallToolResult(content=[])
     data = _to_builtins(value)
@@ -281,6 +288,18 @@ def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) 
     if structured:
         return CallToolResult(content=[TextContent(text=text)], structured_content=data)
     return CallToolResult(content=[TextContent(text=text)])
+
+
+def _is_content_list(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``values`` are content: blocks and media, strings among them."""
+    blocks = [isinstance(v, CONTENT_LIKE) for v in values]
+    return any(blocks) and all(block or isinstance(v, str) for block, v in zip(blocks, values, strict=True))
+
+
+def _block(value: Any) -> Any:
+    if isinstance(value, Media):
+        return value.to_content()
+    return TextContent(text=value) if isinstance(value, str) else value
 
 
 def _to_builtins(value: Any) -> Any:

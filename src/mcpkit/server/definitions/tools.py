@@ -19,7 +19,7 @@ from ..injection import Provider, callable_name, callable_target, context_param,
 from ..schema import converter_for, is_structured, parse_docstring, type_schema
 from ..validate import SchemaError
 from .options import ToolOptions
-from .tool_def import CONTENT_TYPES, ToolDef
+from .tool_def import CONTENT_LIKE, ToolDef
 
 __all__ = ["tool_from_function", "tool_from_schema"]
 
@@ -113,7 +113,7 @@ def _input_schema(
 def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, Any] | None, bool]:
     if structured_output is False or ret is inspect.Parameter.empty or ret is None or ret is type(None):
         return None, False
-    if isinstance(ret, type) and issubclass(ret, (CallToolResult, *CONTENT_TYPES)):
+    if isinstance(ret, type) and issubclass(ret, (CallToolResult, *CONTENT_LIKE)):
         return None, False
     if is_structured(ret):
         defs: dict[str, Any] = {}
@@ -139,11 +139,12 @@ def _output_schema(ret: Any, structured_output: bool | None) -> tuple[dict[str, 
 
 
 def _is_content(tp: Any) -> bool:
-    """Whether values of ``tp`` are content blocks (or lists of them): content, not data."""
-    args = typing.get_args(tp)
+    """Whether values of ``tp`` are content blocks (or lists of them, strings among them
+    as text blocks): content, not data."""
+    args = [a for a in typing.get_args(tp) if a is not type(None) and a is not Ellipsis]
     if isinstance(tp, type):
-        return issubclass(tp, (CallToolResult, *CONTENT_TYPES))
-    return bool(args) and all(_is_content(a) for a in args if a is not type(None) and a is not Ellipsis)
+        return issubclass(tp, (CallToolResult, *CONTENT_LIKE))
+    return any(_is_content(a) for a in args) and all(a is str or _is_content(a) for a in args)
 
 
 def _wrapped_by_default(ret: Any) -> bool:
