@@ -262,6 +262,20 @@ async def test_the_jwt_verifier_defaults(keyset: tuple[KeyServer, str], monkeypa
         ks.down = False
 
 
+def test_check_expiry_takes_the_time_it_is_given() -> None:
+    """``check_expiry(identity, leeway, now)``: refused from ``expires_at + leeway`` on,
+    at the ``now`` given (a caller's own clock), not the current time."""
+    soon = AccessToken(subject="alice", client_id=None, scopes=frozenset(), expires_at=1_000.0)
+    verifiers.check_expiry(soon, 0, now=999.5)
+    verifiers.check_expiry(soon, 10, now=1_009.5)
+    with pytest.raises(InvalidToken, match="^the token has expired$"):
+        verifiers.check_expiry(soon, 10, now=1_010.0)
+    later = AccessToken(subject="alice", client_id=None, scopes=frozenset(), expires_at=time.time() + 3600)
+    with pytest.raises(InvalidToken):
+        verifiers.check_expiry(later, 0, now=time.time() + 7200)
+    verifiers.check_expiry(later, 0)  # the current time, an hour before it expires
+
+
 def test_the_jwt_verifier_itself_refuses_an_expired_token(keyset: tuple[KeyServer, str]) -> None:
     """Used without a ResourceServer (which checks ``exp`` again): ``verify`` refuses a
     token 60 s past its ``exp`` with its 30 s leeway, and one 5 s past with none."""
