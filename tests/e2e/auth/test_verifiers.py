@@ -268,7 +268,7 @@ def test_check_expiry_takes_the_time_it_is_given() -> None:
     soon = AccessToken(subject="alice", client_id=None, scopes=frozenset(), expires_at=1_000.0)
     verifiers.check_expiry(soon, 0, now=999.5)
     verifiers.check_expiry(soon, 10, now=1_009.5)
-    with pytest.raises(InvalidToken, match="^the token has expired$"):
+    with pytest.raises(InvalidToken, match=r"^the token has expired$"):
         verifiers.check_expiry(soon, 10, now=1_010.0)
     later = AccessToken(subject="alice", client_id=None, scopes=frozenset(), expires_at=time.time() + 3600)
     with pytest.raises(InvalidToken):

@@ -93,7 +93,7 @@ def test_another_host_is_refused_on_loopback(loopback: tuple[str, int], host: st
 
 
 @pytest.mark.parametrize(
-    "host", ["[::1]x]", "[::1]evil.example", "[::1]:80x", "[::1", "::1]", "[[::1]]", "127.0.0.1:80x", "localhost:abc"]
+    "host", ["[::1]x]", "[::1]evil.example", "[::1]:80x", "[::1]:x80", "[::1", "::1]", "[[::1]]", "127.0.0.1:80x", "localhost:abc"]
 )
 def test_a_malformed_loopback_host_is_refused_on_loopback(loopback: tuple[str, int], host: str) -> None:
     """Only ``host``, ``host:port`` and ``[v6]:port`` with a decimal port name a host:
@@ -218,6 +218,9 @@ def test_a_host_list_holds_names_networks_and_star() -> None:
         assert host not in hosts, host
     assert None not in hosts
     assert 10 not in hosts
+    odd = HostList(["[a]b]"])  # a listed name that is no IP literal: its brackets end at the first ']'
+    assert "[a]b]" in odd
+    assert "[a]b]:80" not in odd  # not "[a]b]" on port 80: "[a]" then "b]:80", which is no port
     names_only = HostList(["probe.internal"])
     assert "10.0.0.1" not in names_only
     assert "" not in names_only
