@@ -79,6 +79,8 @@ _SAFE_KEYWORDS: Final = frozenset(
         "examples",
     }
 )
+
+
 class _Unset:
     """The default of :attr:`ArgTransform.default`: no default given."""
 
@@ -133,7 +135,7 @@ class ToolTransform:
     """One transformation of the tool offered as ``source`` (see the module's
     docstring)."""
 
-    __slots__ = ("_fitted", "args", "description", "meta", "name", "source", "tags", "title", "wrap")
+    __slots__ = ("_fitted", "_misfit", "args", "description", "meta", "name", "source", "tags", "title", "wrap")
 
     def __init__(
         self,
@@ -169,6 +171,8 @@ class ToolTransform:
         #: The transformed tool's tags, replacing the source's (None: the source's).
         self.tags = None if tags is None else check_tags(tags)
         self._fitted: _Fitted | None = None
+        #: The last source description the transformation did not fit (logged once).
+        self._misfit: Tool | None = None
 
     # --- the description --------------------------------------------------------------------
 
@@ -261,7 +265,9 @@ class ToolTransform:
         try:
             return self.fit(source).tool
         except ValueError as exc:
-            log.warning("the transformed tool %r is not offered: %s", self.name, exc)
+            if self._misfit is None or self._misfit != source:  # once per description, not per listing
+                self._misfit = source
+                log.warning("the transformed tool %r is not offered: %s", self.name, exc)
             return None
 
     # --- calling ----------------------------------------------------------------------------
