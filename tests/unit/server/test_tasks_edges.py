@@ -283,6 +283,20 @@ async def test_a_task_no_process_runs_is_cancelled_at_once() -> None:
     assert (stored.status, stored.version) == ("cancelled", 1)
 
 
+async def test_the_default_intervals_in_milliseconds() -> None:
+    """A server's defaults: an hour to live, a poll a second, exactly so on the wire."""
+    server = Server("defaults")
+
+    @server.tool(task=True)
+    async def blink() -> str:
+        return "x"
+
+    async with asyncio.timeout(LIMIT), Client(server) as client:
+        handle = await client.start_task("blink")
+        assert handle.task is not None
+        assert (handle.task.ttl_ms, handle.task.poll_interval_ms) == (3_600_000, 1000)
+
+
 async def test_the_smallest_intervals_are_a_millisecond() -> None:
     """A time to live or poll interval under half a millisecond is sent as 1 ms, never 0."""
     server = Server("tiny", task_ttl=0.0004, task_poll_interval=0.0004)
