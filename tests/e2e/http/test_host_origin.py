@@ -93,7 +93,8 @@ def test_another_host_is_refused_on_loopback(loopback: tuple[str, int], host: st
 
 
 @pytest.mark.parametrize(
-    "host", ["[::1]x]", "[::1]evil.example", "[::1]:80x", "[::1]:x80", "[::1", "::1]", "[[::1]]", "127.0.0.1:80x", "localhost:abc"]
+    "host",
+    ["[::1]x]", "[::1]evil.example", "[::1]:80x", "[::1]:x80", "[::1", "::1]", "[[::1]]", "127.0.0.1:80x", "localhost:abc"],
 )
 def test_a_malformed_loopback_host_is_refused_on_loopback(loopback: tuple[str, int], host: str) -> None:
     """Only ``host``, ``host:port`` and ``[v6]:port`` with a decimal port name a host:
