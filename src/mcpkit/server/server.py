@@ -226,15 +226,7 @@ class Server(Registration):
         if not isinstance(server, Server):
             raise TypeError(f"mount() takes a Server, not {type(server).__name__}")
         selection = Selection(include=include, exclude=exclude, include_tags=include_tags, exclude_tags=exclude_tags)
-        Mount(
-            self._registry,
-            server._registry,
-            server._lifespan,
-            prefix=prefix,
-            separator=separator,
-            scopes=scopes,
-            selection=selection,
-        ).attach(self._lifespan)
+        self._attach(server, server._registry, prefix, separator, scopes, selection)
 
     def import_server(
         self,
@@ -258,9 +250,22 @@ class Server(Registration):
         if server is self:
             raise ValueError("a server cannot be mounted in itself, nor in a server mounted in it")
         selection = Selection(include=include, exclude=exclude, include_tags=include_tags, exclude_tags=exclude_tags)
+        self._attach(server, server._registry.snapshot(), prefix, separator, scopes, selection)
+
+    def _attach(
+        self,
+        server: Server,
+        registry: Registry,
+        prefix: str | None,
+        separator: str,
+        scopes: Sequence[str],
+        selection: Selection,
+    ) -> None:
+        """Mount ``registry`` (``server``'s, or a copy of it) here, with ``server``'s
+        lifespan. Raises what :class:`Mount` and :meth:`Mount.attach` raise."""
         Mount(
             self._registry,
-            server._registry.snapshot(),
+            registry,
             server._lifespan,
             prefix=prefix,
             separator=separator,

@@ -53,7 +53,7 @@ async def _call(
         if transform is not None:
             source = reg.describe_untransformed("tool", transform.source)
             if source is None:
-                raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
+                raise _unknown(params.name)
 
             def forward(arguments: dict[str, Any]) -> Coroutine[Any, Any, Result]:
                 # the source's handler and middleware see the request as the source takes it
@@ -64,7 +64,7 @@ async def _call(
             limit = reg.settings.max_error_text
             return await transform.call(source[1], params.arguments or {}, ctx, forward, mask=mask, limit=limit)
         if transforms.hides(params.name):
-            raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
+            raise _unknown(params.name)
     return await _source(reg, tasks, timeout, mask, ctx, call, params)
 
 
@@ -93,7 +93,7 @@ async def _source(
                 if remote.runs_tasks and tasks.offered(ctx, call):  # a task upstream becomes one here
                     return await tasks.call_tool("deferred", params.name, ctx, call, forward)
                 return await forward()
-            raise McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(params.name, 256)}")
+            raise _unknown(params.name)
         mount, name = routed
         inner, local = mount.registry, msgspec.structs.replace(params, name=name)
         nearest = inner.settings.tool_timeout if inner.settings.tool_timeout is not None else timeout
@@ -107,3 +107,8 @@ async def _source(
         td.check_arguments(params.arguments or {}, settings.max_error_text)
         return await tasks.call_tool(td.task, td.name, ctx, call, run)
     return await run()
+
+
+def _unknown(name: str) -> McpError:
+    """The -32602 of a call to a tool that is not offered."""
+    return McpError(INVALID_PARAMS, f"Unknown tool: {flatten_text(name, 256)}")
