@@ -737,6 +737,7 @@ async def test_resource_templates_rfc_6570(era: str) -> None:
 
         assert await read("users://42/profile") == "profile of 42"
         assert await read("users://j%C3%BCrgen/profile") == "profile of jürgen"
+        assert await read("users://jane.doe/profile") == "profile of jane.doe"  # dots, as a file name has
         assert await read("files://docs/guide/intro.md") == "file at docs/guide/intro.md"
         assert await read("files://a") == "file at a"
         assert json.loads(await read("search://items?q=hello%20world&limit=5")) == {"q": "hello world", "limit": "5"}

@@ -1,8 +1,8 @@
 """URI templates (RFC 6570) matched against URIs: the same values as the backtracking
-regex the server used before issue 24 (kept below as the oracle), for every template and
-URI hypothesis makes up. That it takes time linear in the URI's length on the ambiguous
-templates the regex took O(n²) or O(n³) on is tests/hostile/test_uri_templates.py's (the
-attack, over HTTP)."""
+regex the server used before issue 24 (kept below as the oracle, with each operator's
+character class as issue 27 widened it), for every template and URI hypothesis makes
+up. That it takes time linear in the URI's length on the ambiguous templates the regex
+took O(n²) or O(n³) on is tests/hostile/test_uri_templates.py's (the attack, over HTTP)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from mcpkit.server.definitions.uri_template import UriTemplate
 
 
 class OldUriTemplate:
-    """The matcher of mcpkit before issue 24, verbatim but for the name: the oracle."""
+    """The matcher of mcpkit before issue 24, verbatim but for the name and the character
+    classes of issue 27 (a simple value may hold ``.``, ``;`` and ``=``): the oracle."""
 
     _EXPR = re.compile(r"\{([+#./;?&]?)([^{}]+)\}")
 
@@ -58,7 +59,7 @@ class OldUriTemplate:
     def _charset(op: str) -> str:
         if op in ("+", "#"):
             return r"[^?#]*?" if op == "+" else r".*?"
-        return r"[^/?#,.;&=]*"
+        return {"": r"[^/?#&,]*", ".": r"[^./?#]*", "/": r"[^/?#]*", ";": r"[^;/?#]*"}[op]
 
     def match(self, uri: str) -> dict[str, str] | None:
         from urllib.parse import parse_qs, unquote
@@ -192,6 +193,8 @@ def test_known_templates_match_as_before(template: str) -> None:
 
 
 def test_the_documented_examples() -> None:
+    assert UriTemplate("files://{name}").match("files://report.csv") == {"name": "report.csv"}
+    assert UriTemplate("files://{name}").match("files://a/b.csv") is None
     assert UriTemplate("users://{user_id}/profile").match("users://42/profile") == {"user_id": "42"}
     assert UriTemplate("files://{+path}").match("files://docs/a%20b.md") == {"path": "docs/a b.md"}
     assert UriTemplate("search://items{?q,limit}").match("search://items?limit=3&q=x") == {"q": "x", "limit": "3"}
@@ -213,3 +216,26 @@ def test_ambiguous_templates_are_not_matched_by_a_backtracking_regex() -> None:
     assert UriTemplate("search://items{?q,limit}")._regex is not None
     for ambiguous in ("x://{+a}/{+b}", "y://{+a}/{+b}/{+c}", "doc://{a}{b}", "q://{?a}{&b}"):
         assert UriTemplate(ambiguous)._regex is None, ambiguous
+
+
+@pytest.mark.parametrize(
+    ("template", "uri", "expected"),
+    [
+        # A simple value: anything but the URI's structure and the expression's separator.
+        ("files://{name}", "files://v1.2;x=y", {"name": "v1.2;x=y"}),
+        ("files://{name}", "files://a,b", None),
+        ("files://{name}", "files://a&b", None),
+        ("files://{name}", "files://a?b", None),
+        ("files://{name}", "files://a#b", None),
+        ("files://{name}/raw", "files://x.tar.gz/raw", {"name": "x.tar.gz"}),
+        ("files://{a}.{b}", "files://x.tar.gz", {"a": "x.tar", "b": "gz"}),
+        # Labels stop at a dot, segments at a slash, path parameters at a semicolon.
+        ("f://x{.ext}", "f://x.tar.gz", None),
+        ("f://x{.ext}", "f://x.t,z", {"ext": "t,z"}),
+        ("f://x{/seg}", "f://x/a.b,c", {"seg": "a.b,c"}),
+        ("f://x{;k}", "f://x;k=a=b", {"k": "a=b"}),
+        ("f://x{;k}", "f://x;k=a;b", None),
+    ],
+)
+def test_each_operators_stops(template: str, uri: str, expected: dict[str, str] | None) -> None:
+    assert UriTemplate(template).match(uri) == expected

@@ -29,9 +29,12 @@ __all__ = ["UriTemplate"]
 
 _EXPR: Final = re.compile(r"\{([+#./;?&]?)([^{}]+)\}")
 _NAME: Final = re.compile(r"[A-Za-z0-9_.%]+")
-#: The characters a variable of each operator cannot contain (everything else it can).
-_SIMPLE_EXCLUDED: Final = "/?#,.;&="
-_EXCLUDED: Final = {"+": "?#", "#": "\n"} | dict.fromkeys(("", ".", "/", ";"), _SIMPLE_EXCLUDED)
+#: The characters a variable of each operator cannot contain (everything else it can): the
+#: URI's structure (``/``, ``?``, ``#``) and the expression's own separators, as the official
+#: SDK's matcher stops at, so ``files://{name}`` matches ``files://report.csv``. A stricter
+#: reading of RFC 6570 (a simple value has every reserved character percent-encoded) would
+#: refuse the dot that every file name has; ``{+path}`` takes slashes as well.
+_EXCLUDED: Final = {"": "/?#&,", "+": "?#", "#": "\n", ".": "./?#", "/": "/?#", ";": ";/?#"}
 #: Between a multi-variable expression's values, and before its first one.
 _SEPARATOR: Final = {"": ",", "+": ",", "#": ",", ".": ".", "/": "/", ";": ";"}
 _PREFIX: Final = {"": "", "+": "", "#": "#", ".": ".", "/": "/", ";": ";"}
@@ -68,6 +71,13 @@ class _Query:
 _Element = _Literal | _Variable | _OptionalEquals | _Query
 _QUERY_STOPS: Final = re.compile("#")
 _QUERY_STARTS: Final = re.compile("[?&]")
+
+
+def _charset(op: str) -> str:
+    """The regex of a value of ``op``'s variables (for the fast path)."""
+    if op in ("+", "#"):
+        return r"[^?#]*?" if op == "+" else r".*?"
+    return "[^" + re.escape(_EXCLUDED[op]) + "]*"
 
 
 def _variable(group: str, op: str) -> _Variable:
@@ -119,7 +129,7 @@ class UriTemplate:
                 if op == ";":
                     elements += [_Literal(n), _OptionalEquals()]
                 elements.append(_variable(group, op))
-                g = f"(?P<{group}>{self._charset(op)})"
+                g = f"(?P<{group}>{_charset(op)})"
                 regexes.append(f"{re.escape(n)}=?{g}" if op == ";" else g)
             pattern += re.escape(_PREFIX[op]) + re.escape(_SEPARATOR[op]).join(regexes)
         tail = template[pos:]
@@ -133,12 +143,6 @@ class UriTemplate:
     @staticmethod
     def _group(name: str) -> str:
         return "v_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-    @staticmethod
-    def _charset(op: str) -> str:
-        if op in ("+", "#"):
-            return r"[^?#]*?" if op == "+" else r".*?"
-        return r"[^/?#,.;&=]*"
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The variables if ``uri`` matches, else None. Values are percent-decoded.
