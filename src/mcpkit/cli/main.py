@@ -30,6 +30,7 @@ import click
 
 from .._version import __version__
 from ..protocol.versions import supports
+from .serving import serve
 from .session import (
     CANT_WRITE,
     INTERRUPTED,
@@ -229,8 +230,8 @@ def cli(ctx: click.Context, config: str | None) -> None:
 @click.option("--http", "use_http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
 @click.option("--host", default=None, help="The address to listen on with --http.  [default: 127.0.0.1]")
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="The port to listen on with --http.  [default: 8000]")
-@click.option("--path", default="/mcp", show_default=True, help="The endpoint's path with --http.")
-def run(app: str, use_http: bool, host: str | None, port: int | None, path: str) -> int:
+@click.option("--path", default=None, help="The endpoint's path with --http.  [default: /mcp]")
+def run(app: str, use_http: bool, host: str | None, port: int | None, path: str | None) -> int:
     """Serve APP over stdio, or over HTTP with --http.
 
     APP is a file or an importable module, with the server's name after a colon when
@@ -238,19 +239,11 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str)
     """
     from .loader import AppNotFound, load_server
 
-    if not use_http and (host is not None or port is not None):
-        raise click.UsageError("--host and --port need --http")
     try:
         server = load_server(app)
     except AppNotFound as exc:
         raise click.BadParameter(str(exc), param_hint="APP") from None
-    if use_http:
-        host, port = host or "127.0.0.1", 8000 if port is None else port
-        shown = f"[{host}]" if ":" in host else host
-        click.echo(f"mcpkit: serving {app} at http://{shown}:{port}{path} (Ctrl-C stops)", err=True)
-        server.run("http", host=host, port=port, path=path)
-    else:
-        server.run()
+    serve(server, app, use_http=use_http, host=host, port=port, path=path)
     return OK
 
 
@@ -259,7 +252,7 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str)
 @click.option("--http", "use_http", is_flag=True, help="Serve Streamable HTTP instead of stdio.")
 @click.option("--host", default=None, help="The address to listen on with --http.  [default: 127.0.0.1]")
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="The port to listen on with --http.  [default: 8000]")
-@click.option("--path", default="/mcp", show_default=True, help="The endpoint's path with --http.")
+@click.option("--path", default=None, help="The endpoint's path with --http.  [default: /mcp]")
 @click.option("--era", type=_ERAS, default="auto", show_default=True,
               help="The protocol era to speak to TARGET: probe (auto), modern (2026-07-28) or legacy (2025-11-25).")
 @click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'",
@@ -269,7 +262,7 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str)
               help="One upstream session for every client (default: one for each legacy client session).")
 @click.option("--server", "servers", multiple=True, metavar="NAME", help="With --config: only this server (repeatable).")
 @click.pass_obj
-def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: str | None, port: int | None, path: str,
+def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: str | None, port: int | None, path: str | None,
            era: str, headers: tuple[str, ...], name: str, shared: bool, servers: tuple[str, ...]) -> int:  # fmt: skip
     """Serve TARGET through a proxy, over stdio or over HTTP with --http.
 
@@ -283,8 +276,6 @@ def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: 
     from ..proxy.proxy import Proxy, proxy_of
     from .proxying import configured_upstreams, target_upstream
 
-    if not use_http and (host is not None or port is not None):
-        raise click.UsageError("--host and --port need --http")
     if servers and config is None:
         raise click.UsageError("--server goes with --config")
     options = dataclasses.replace(client_options(era, 300.0, None, None), reset_timeout_on_progress=True)  # type: ignore[arg-type]
@@ -305,13 +296,7 @@ def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: 
         except ValueError as exc:
             raise click.UsageError(f"cannot use {config}: {exc}") from None
         target = f"{', '.join(upstreams)} ({config})"
-    if use_http:
-        host, port = host or "127.0.0.1", 8000 if port is None else port
-        shown = f"[{host}]" if ":" in host else host
-        click.echo(f"mcpkit: serving a proxy of {target} at http://{shown}:{port}{path} (Ctrl-C stops)", err=True)
-        server.run("http", host=host, port=port, path=path)
-    else:
-        server.run()
+    serve(server, f"a proxy of {target}", use_http=use_http, host=host, port=port, path=path)
     return OK
 
 

@@ -42,6 +42,13 @@ class Client(FeatureRequests):
     """
 
     def __init__(self, transport: Transport | Servable, options: ClientOptions | None = None) -> None:
+        """Raises ``TypeError`` for anything but a transport or a server (a URL or a
+        command is wrapped in its transport first, the message says how)."""
+        if isinstance(transport, str | bytes | list | tuple):
+            raise TypeError(
+                f"Client takes a transport or a Server, not {type(transport).__name__}: "
+                "Client(HttpTransport(url)) for a URL, Client(StdioTransport([program, *args])) for a command"
+            )
         self.options = options or ClientOptions()
         if isinstance(transport, Servable):
             from ..transports.memory import ServerInMemory

@@ -34,6 +34,7 @@ from ..transports.base import Transport
 from ..transports.stdio.server import ServerStdio
 from .changes import ChangeHub, Subscriber
 from .dispatch import Dispatcher
+from .environment import from_environment
 from .filters import Selection
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["Server", "Middleware", "CallNext"]
 
 log = logging.getLogger("mcpkit.server")
+#: What :meth:`Server.run` serves with when neither its call nor the environment says.
+_RUN_DEFAULTS: dict[str, Any] = {"transport": "stdio", "host": "127.0.0.1", "port": 8000, "path": "/mcp", "log_level": "warning"}
 
 
 _SCOPED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "resources/subscribe"})
@@ -397,12 +400,12 @@ class Server(Registration):
 
     def run(
         self,
-        transport: Literal["stdio", "http"] = "stdio",
+        transport: Literal["stdio", "http"] | None = None,
         *,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        path: str = "/mcp",
-        log_level: str = "warning",
+        host: str | None = None,
+        port: int | None = None,
+        path: str | None = None,
+        log_level: str | None = None,
         uvicorn_options: Mapping[str, Any] | None = None,
         **http_options: Any,
     ) -> None:
@@ -414,6 +417,11 @@ class Server(Registration):
         ``max_header_bytes``, ``max_headers``, or any ``uvicorn.Config`` argument) to the
         server.
 
+        What this call leaves out, the ``MCPKIT_*`` environment variables may set: the
+        transport, host, port, path and log level (else ``"stdio"``, ``127.0.0.1``,
+        8000, ``/mcp``, ``"warning"``), and the server's era and limits, over what it
+        was constructed with (docs/deploy.md#settings-from-the-environment).
+
         On either transport, SIGINT or SIGTERM stops the server gracefully: it reads no
         more requests, gives those in progress their grace (``shutdown_grace`` over stdio,
         ``timeout_graceful_shutdown`` over HTTP), answers the ones it then cancels with
@@ -422,19 +430,33 @@ class Server(Registration):
         for SIGINT, 143 for SIGTERM). A lifespan that fails to start exits 1 with one line
         on stderr, ``"<name>: the server's lifespan failed to start: ..."``, on either.
         Raises ``ImportError`` for HTTP if uvicorn is not installed (``pip install
-        'mcpkit[http]'``), ``ValueError`` for another ``transport``."""
-        if transport not in ("stdio", "http"):
-            raise ValueError(f"unknown transport {transport!r}")
+        'mcpkit[http]'``), ``ValueError`` for another ``transport`` or for an
+        ``MCPKIT_*`` variable whose value does not parse (naming it)."""
+        env = from_environment()
+        given = {"transport": transport, "host": host, "port": port, "path": path, "log_level": log_level}
+        chosen = {**_RUN_DEFAULTS, **env.run, **{k: v for k, v in given.items() if v is not None}}
+        if chosen["transport"] not in ("stdio", "http"):
+            raise ValueError(f"unknown transport {chosen['transport']!r}")
+        for option, value in env.server.items():
+            setattr(self, option, value)
+        if env.read:
+            log.info("%s: settings from the environment: %s", self.info.name, ", ".join(env.read))
         try:
-            if transport == "stdio":
+            if chosen["transport"] == "stdio":
                 status = asyncio.run(self._run_stdio())
                 if status:
                     raise SystemExit(status)
             else:
                 from ..transports.http.server.uvicorn import run_uvicorn
 
-                app = self.asgi_app(path=path, **http_options)
-                run_uvicorn(app, host=host, port=port, log_level=log_level, **(uvicorn_options or {}))
+                app = self.asgi_app(path=chosen["path"], **{**env.http, **http_options})
+                run_uvicorn(
+                    app,
+                    host=chosen["host"],
+                    port=chosen["port"],
+                    log_level=chosen["log_level"],
+                    **{**env.uvicorn, **(uvicorn_options or {})},
+                )
         except LifespanError as exc:
             raise SystemExit(f"{self.info.name}: {exc}") from exc
 
