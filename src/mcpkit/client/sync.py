@@ -134,10 +134,11 @@ class SyncClient:
     exits — a spawned server process is never left behind.
 
     Errors, deadlines and results are the async client's (:class:`~mcpkit.McpError`,
-    :class:`~mcpkit.RequestTimeout`, ``is_error`` results). Callbacks given in
-    ``options`` (``on_log``, ``on_elicit``, progress callbacks, ...) run on the client's
-    thread and must not call the ``SyncClient`` back (``RuntimeError``). Interrupting a
-    waiting call (Ctrl-C) cancels its request on the wire.
+    :class:`~mcpkit.RequestTimeout`, ``is_error`` results). ``on_elicit``, ``on_sample``
+    and ``on_roots`` written as plain ``def`` run on worker threads and may call the
+    ``SyncClient`` back; ``on_log``, progress callbacks and ``async def`` callbacks run
+    on the client's thread and must not (``RuntimeError``). Interrupting a waiting call
+    (Ctrl-C) cancels its request on the wire.
     """
 
     def __init__(self, transport: Transport | Servable, options: ClientOptions | None = None) -> None:

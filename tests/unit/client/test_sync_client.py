@@ -64,6 +64,32 @@ def test_three_threads_at_once() -> None:
         assert results["c4"] == "met c"
 
 
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_a_plain_def_answering_callback_may_call_back(era: str) -> None:
+    """``on_elicit`` (as ``on_sample`` and ``on_roots``) written as a plain ``def`` runs
+    on a worker thread, not the client's: it may use the SyncClient to answer, here by
+    calling another tool, in either era (the legacy question waits on the open call)."""
+    server = Server("asks")
+
+    @server.tool
+    def default_city() -> str:
+        return "Lyon"
+
+    @server.tool
+    async def travel(ctx: Context) -> str:
+        answer = await ctx.elicit("Where to?", {"type": "object", "properties": {"city": {"type": "string"}}})
+        return f"going to {answer.content['city']}"  # type: ignore[index]
+
+    client: SyncClient
+
+    def on_elicit(request: object) -> dict[str, object]:
+        city = client.call_tool("default_city").content[0].text  # type: ignore[union-attr]
+        return {"action": "accept", "content": {"city": city}}
+
+    with SyncClient(server, ClientOptions(protocol_version=era, on_elicit=on_elicit)) as client:
+        assert client.call_tool("travel").content[0].text == "going to Lyon"  # type: ignore[union-attr]
+
+
 @pytest.mark.e2e
 def test_calls_from_threads_over_stdio() -> None:
     with stdio() as client:
