@@ -367,3 +367,58 @@ def test_a_reference_page_renders(served: str, tab: tuple[Browser, str]) -> None
     for anchor in ("mcpkit.Client", "mcpkit.Client.call_tool", "mcpkit.ClientOptions", "mcpkit.RequestOptions"):
         assert anchor in page["anchors"], anchor
     assert "RequestTimeout" in page["articleText"]
+
+
+_CODE_LAYOUT = """JSON.stringify((() => {
+  const blocks = Array.from(document.querySelectorAll("article pre > code"));
+  const first = blocks[0], box = first ? first.getBoundingClientRect() : null;
+  return {
+    width: innerWidth,
+    height: innerHeight,
+    pageScrollWidth: document.documentElement.scrollWidth,
+    pageClientWidth: document.documentElement.clientWidth,
+    blocks: blocks.length,
+    overflowing: blocks.filter(c => c.scrollWidth > c.clientWidth)
+      .map(c => ({scrollWidth: c.scrollWidth, clientWidth: c.clientWidth, text: c.textContent.slice(0, 60)})),
+    first: box && {left: box.left, right: box.right, top: box.top, bottom: box.bottom,
+                   scrollHeight: first.scrollHeight, clientHeight: first.clientHeight},
+  };
+})())"""
+
+#: The home page and long pages with the widest code: examples, outputs, API signatures.
+WIDE_CODE_PAGES = ("", "cookbook/", "auth/", "http/", "deploy/", "reference/server/")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("width", "height", "mobile"), [(1280, 800, False), (1440, 900, False), (390, 844, True)], ids=["1280", "1440", "390"]
+)
+def test_code_blocks_fit_the_page(served: str, tab: tuple[Browser, str], width: int, height: int, mobile: bool) -> None:
+    """At common widths (a laptop, a desktop, a phone) no code block scrolls sideways: long
+    lines wrap (docs/css/mcpkit.css), and the page itself does not scroll sideways. The home
+    page's first example is whole, and on a laptop or desktop in the first screen."""
+    browser, session = tab
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}
+    browser.send("Emulation.setDeviceMetricsOverride", metrics, session=session)
+    try:
+        for path in WIDE_CODE_PAGES:
+            browser.events.clear()
+            browser.send("Page.navigate", {"url": served + path}, session=session)
+            browser.wait_for("Page.loadEventFired")
+            expression = {"expression": _CODE_LAYOUT, "returnByValue": True}
+            page: dict[str, Any] = json.loads(browser.send("Runtime.evaluate", expression, session=session)["result"]["value"])
+            where = f"{path or 'the home page'} at {width} px"
+            assert page["width"] == width, page
+            assert page["blocks"] >= 3, f"{where}: {page['blocks']} code blocks"
+            assert not page["overflowing"], f"{where}: code blocks scroll sideways: {page['overflowing']}"
+            assert page["pageScrollWidth"] <= page["pageClientWidth"], f"{where}: the page scrolls sideways: {page}"
+            if path == "":
+                first, cut = page["first"], f"{where}: the first example is cut off: {page['first']}"
+                assert first["left"] >= 0, cut
+                assert first["right"] <= width, cut
+                assert first["scrollHeight"] <= first["clientHeight"], cut
+                if not mobile:  # on a laptop or a desktop, in the first screen
+                    assert first["top"] > 0, f"{where}: the first example is not on screen: {first}"
+                    assert first["bottom"] <= height, f"{where}: the first example is not on screen: {first}"
+    finally:
+        browser.send("Emulation.clearDeviceMetricsOverride", session=session)
