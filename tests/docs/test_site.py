@@ -10,6 +10,7 @@ Nothing here skips: without mkdocs (the test extra installs it) or Chromium
 from __future__ import annotations
 
 import functools
+import html.parser
 import http.server
 import json
 import os
@@ -106,6 +107,68 @@ def test_every_public_name_has_a_docstring() -> None:
             if item.docstring is None or len(item.docstring.value.strip()) < 10:
                 missing.append(label)
     assert not missing, f"public names without a docstring: {missing}"
+
+
+class _Prose(html.parser.HTMLParser):
+    """A built page's article: its text outside links and code, and the links whose text
+    names a page by path (``docs/auth.md``), each with its target."""
+
+    SKIPPED = frozenset({"a", "code", "pre"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0  # inside <article> while > 0
+        self.skipping: list[str] = []
+        self.href: str | None = None
+        self.text: list[str] = []
+        self.links: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "article" or self.depth:
+            self.depth += tag == "article"
+            if tag in self.SKIPPED:
+                self.skipping.append(tag)
+            if tag == "a":
+                self.href = dict(attrs).get("href") or ""
+                self.links.append((self.href, ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.depth:
+            self.depth -= tag == "article"
+            if tag in self.SKIPPED and tag in self.skipping:
+                del self.skipping[len(self.skipping) - 1 - self.skipping[::-1].index(tag) :]
+
+    def handle_data(self, data: str) -> None:
+        if not self.depth:
+            return
+        if not self.skipping:
+            self.text.append(data)
+        elif self.skipping[-1] == "a" and self.links:
+            href, text = self.links[-1]
+            self.links[-1] = (href, text + data)
+
+
+def test_page_references_in_docstrings_are_links(site: Path) -> None:
+    """Docstrings name guide pages by path ("(docs/auth.md)"); on the API reference each is
+    a link to the page (docs/_ext/doc_links.py), to its section when a title follows, and
+    none is left as plain text."""
+    linked = 0
+    for page in [site / "api" / "index.html", *sorted((site / "reference").rglob("index.html"))]:
+        prose = _Prose()
+        prose.feed(page.read_text(encoding="utf-8"))
+        plain = re.findall(r"docs/[\w/-]+\.md", "".join(prose.text))
+        assert not plain, f"{page.relative_to(site)}: plain-text page references {plain}"
+        for href, text in prose.links:
+            named = re.fullmatch(r'docs/([\w/-]+)\.md(?:,\s+"[^"]+")?', " ".join(text.split()))
+            if named is None:
+                continue
+            linked += 1
+            path, _, anchor = href.partition("#")
+            target = (page.parent / path / "index.html").resolve()
+            assert target == (site / named[1] / "index.html").resolve(), f"{page.relative_to(site)}: {text!r} -> {href}"
+            if anchor:
+                assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), f"{text!r}: no #{anchor} in {href}"
+    assert linked >= 40, f"only {linked} page references linked in the API reference"
 
 
 # --- (c) the site in a browser -------------------------------------------------------------
@@ -304,3 +367,58 @@ def test_a_reference_page_renders(served: str, tab: tuple[Browser, str]) -> None
     for anchor in ("mcpkit.Client", "mcpkit.Client.call_tool", "mcpkit.ClientOptions", "mcpkit.RequestOptions"):
         assert anchor in page["anchors"], anchor
     assert "RequestTimeout" in page["articleText"]
+
+
+_CODE_LAYOUT = """JSON.stringify((() => {
+  const blocks = Array.from(document.querySelectorAll("article pre > code"));
+  const first = blocks[0], box = first ? first.getBoundingClientRect() : null;
+  return {
+    width: innerWidth,
+    height: innerHeight,
+    pageScrollWidth: document.documentElement.scrollWidth,
+    pageClientWidth: document.documentElement.clientWidth,
+    blocks: blocks.length,
+    overflowing: blocks.filter(c => c.scrollWidth > c.clientWidth)
+      .map(c => ({scrollWidth: c.scrollWidth, clientWidth: c.clientWidth, text: c.textContent.slice(0, 60)})),
+    first: box && {left: box.left, right: box.right, top: box.top, bottom: box.bottom,
+                   scrollHeight: first.scrollHeight, clientHeight: first.clientHeight},
+  };
+})())"""
+
+#: The home page and long pages with the widest code: examples, outputs, API signatures.
+WIDE_CODE_PAGES = ("", "cookbook/", "auth/", "http/", "deploy/", "reference/server/")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("width", "height", "mobile"), [(1280, 800, False), (1440, 900, False), (390, 844, True)], ids=["1280", "1440", "390"]
+)
+def test_code_blocks_fit_the_page(served: str, tab: tuple[Browser, str], width: int, height: int, mobile: bool) -> None:
+    """At common widths (a laptop, a desktop, a phone) no code block scrolls sideways: long
+    lines wrap (docs/css/mcpkit.css), and the page itself does not scroll sideways. The home
+    page's first example is whole, and on a laptop or desktop in the first screen."""
+    browser, session = tab
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}
+    browser.send("Emulation.setDeviceMetricsOverride", metrics, session=session)
+    try:
+        for path in WIDE_CODE_PAGES:
+            browser.events.clear()
+            browser.send("Page.navigate", {"url": served + path}, session=session)
+            browser.wait_for("Page.loadEventFired")
+            expression = {"expression": _CODE_LAYOUT, "returnByValue": True}
+            page: dict[str, Any] = json.loads(browser.send("Runtime.evaluate", expression, session=session)["result"]["value"])
+            where = f"{path or 'the home page'} at {width} px"
+            assert page["width"] == width, page
+            assert page["blocks"] >= 3, f"{where}: {page['blocks']} code blocks"
+            assert not page["overflowing"], f"{where}: code blocks scroll sideways: {page['overflowing']}"
+            assert page["pageScrollWidth"] <= page["pageClientWidth"], f"{where}: the page scrolls sideways: {page}"
+            if path == "":
+                first, cut = page["first"], f"{where}: the first example is cut off: {page['first']}"
+                assert first["left"] >= 0, cut
+                assert first["right"] <= width, cut
+                assert first["scrollHeight"] <= first["clientHeight"], cut
+                if not mobile:  # on a laptop or a desktop, in the first screen
+                    assert first["top"] > 0, f"{where}: the first example is not on screen: {first}"
+                    assert first["bottom"] <= height, f"{where}: the first example is not on screen: {first}"
+    finally:
+        browser.send("Emulation.clearDeviceMetricsOverride", session=session)
