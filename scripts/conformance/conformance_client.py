@@ -28,7 +28,6 @@ client credentials of the scenarios that need them come in ``MCP_CONFORMANCE_CON
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import os
@@ -46,6 +45,7 @@ from mcpkit import (
     ElicitRequestParams,
     ElicitResult,
     HttpTransport,
+    IdJagExchange,
     Implementation,
     LoopbackRedirect,
     OAuthClientAuth,
@@ -167,25 +167,6 @@ async def consenting_browser(url: str) -> None:
         await browser.get(location)
 
 
-async def id_jag(context: dict[str, Any], issuer: str, resource: str) -> str:
-    """Enterprise-managed authorization: trade the user's ID token at the identity provider
-    (RFC 8693 token exchange) for an ID-JAG naming the authorization server and the resource."""
-    form = {
-        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
-        "subject_token": context["idp_id_token"],
-        "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
-        "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
-        "audience": issuer,
-        "resource": resource,
-        "client_id": context["idp_client_id"],
-    }
-    async with httpx.AsyncClient(timeout=10) as http:
-        answer = await http.post(context["idp_token_endpoint"], data=form)
-    if answer.status_code != 200:
-        raise SystemExit(f"the identity provider refused the token exchange: HTTP {answer.status_code} {answer.text[:200]}")
-    return str(answer.json()["access_token"])
-
-
 def authorization(scenario: str, context: dict[str, Any]) -> OAuthClientAuth | None:
     """The OAuth setup of an ``auth/*`` scenario (None for the others)."""
     if not scenario.startswith("auth/"):
@@ -195,7 +176,12 @@ def authorization(scenario: str, context: dict[str, Any]) -> OAuthClientAuth | N
         return OAuthClientAuth(client=workload, grant="jwt_bearer", assertion=lambda issuer, resource: context["valid_jwt"])
     if scenario == "auth/enterprise-managed-authorization":
         client = PreRegisteredClient(context["client_id"], client_secret=context["client_secret"])
-        return OAuthClientAuth(client=client, grant="jwt_bearer", assertion=functools.partial(id_jag, context))
+        exchange = IdJagExchange(  # the user's ID token traded at the identity provider (RFC 8693) for an ID-JAG
+            client=PreRegisteredClient(context["idp_client_id"]),
+            subject_token=context["idp_id_token"],
+            token_endpoint=context["idp_token_endpoint"],
+        )
+        return OAuthClientAuth(client=client, assertion=exchange)
     if scenario.startswith("auth/client-credentials-"):
         client = PreRegisteredClient(
             context["client_id"],

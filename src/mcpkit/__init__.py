@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .auth.client.settings import OAuthClientMetadata as OAuthClientMetadata, PreRegisteredClient as PreRegisteredClient
     from .auth.client.storage import InMemoryTokenStorage as InMemoryTokenStorage, TokenStorage as TokenStorage
     from .auth.client.targets import TargetPolicy as TargetPolicy
+    from .auth.client.token_exchange import IdJagExchange as IdJagExchange
     from .auth.identity import AccessToken as AccessToken
     from .auth.server import ResourceServer as ResourceServer
     from .auth.verifiers import (
@@ -203,6 +204,7 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".auth.client.settings": ("OAuthClientMetadata", "PreRegisteredClient"),
         ".auth.client.storage": ("TokenStorage", "InMemoryTokenStorage"),
         ".auth.client.targets": ("TargetPolicy",),
+        ".auth.client.token_exchange": ("IdJagExchange",),
         ".auth.client.loopback": ("RedirectHandler", "LoopbackRedirect"),
         ".auth.client.errors": ("OAuthError",),
     },

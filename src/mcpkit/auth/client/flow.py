@@ -62,10 +62,12 @@ class OAuthClientAuth(httpx.Auth):
     With a ``redirect`` handler (a :class:`LoopbackRedirect` for desktop and CLI
     programs), users log in with the authorization code flow and PKCE; without one,
     the client gets tokens for itself with ``client_credentials`` (pass ``client``).
-    ``grant`` overrides that choice; ``grant="jwt_bearer"`` (RFC 7523) trades an identity
-    assertion for a token: ``assertion(issuer, resource)`` (sync or async) returns it, for
-    instance a workload identity token, or an enterprise ID-JAG obtained from the identity
-    provider by token exchange; a failure there is final, never retried with another grant.
+    ``grant`` overrides that choice. Given an ``assertion``, the grant is ``"jwt_bearer"``
+    (RFC 7523): an identity assertion traded for a token, which ``assertion(issuer,
+    resource)`` (sync or async) returns — a workload identity token, or the enterprise
+    ID-JAG an :class:`~.token_exchange.IdJagExchange` gets from the identity provider
+    (enterprise-managed authorization); a failure there is final, never retried with
+    another grant.
 
     ``client``: credentials registered beforehand (:class:`PreRegisteredClient`); without
     them the client uses its Client ID Metadata Document (``metadata.metadata_url``) when
@@ -112,7 +114,10 @@ class OAuthClientAuth(httpx.Auth):
         dpop: bool = False,
         targets: TargetPolicy | None = DEFAULT_TARGETS,
     ) -> None:
-        self.grant: Grant = grant or ("authorization_code" if redirect is not None else "client_credentials")
+        if grant is None:
+            grant = "authorization_code" if redirect is not None else "client_credentials"
+            grant = "jwt_bearer" if assertion is not None else grant
+        self.grant: Grant = grant
         if (self.grant == "jwt_bearer") != (assertion is not None):
             raise ValueError("an assertion provider goes with grant='jwt_bearer', and only with it")
         if self.grant == "authorization_code" and redirect is None:
