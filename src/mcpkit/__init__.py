@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .auth.client.storage import InMemoryTokenStorage as InMemoryTokenStorage, TokenStorage as TokenStorage
     from .auth.client.targets import TargetPolicy as TargetPolicy
     from .auth.client.token_exchange import IdJagExchange as IdJagExchange
+    from .auth.dpop import DPoPChecker as DPoPChecker
     from .auth.identity import AccessToken as AccessToken
     from .auth.server import ResourceServer as ResourceServer
     from .auth.verifiers import (
@@ -197,6 +198,7 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "authorization": {
         ".auth.server": ("ResourceServer",),
         ".auth.identity": ("AccessToken",),
+        ".auth.dpop": ("DPoPChecker",),
         ".auth.verifiers": ("JWTVerifier", "IntrospectionVerifier", "FunctionVerifier", "InvalidToken", "VerifierUnavailable"),
     },
     "authorization (client side)": {

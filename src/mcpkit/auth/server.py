@@ -20,6 +20,11 @@ bearer token its verifier accepts, with the scopes the server requires — and, 
   **503** with ``Retry-After`` — it fails closed. The cause goes to the log (the
   ``mcpkit.auth`` logger, with the token blanked out), never into the response.
 
+With ``dpop=DPoPChecker()`` it also takes DPoP-bound tokens (RFC 9449): ``Authorization:
+DPoP <token>`` with a ``DPoP`` proof of the key the token names (``cnf.jkt``); a bad or
+missing proof is a **401** ``error="invalid_dpop_proof"`` under a ``DPoP`` challenge, a
+bound token sent as ``Bearer`` a 401 ``invalid_token`` (``auth/dpop.py``).
+
 The verified :class:`~mcpkit.auth.identity.AccessToken` is what ``ctx.identity`` returns.
 """
 
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .dpop import DPoPChecker, InvalidProof, ReplayCacheFull
 from .identity import AccessToken
 from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable, check_expiry, leeway_of
 
@@ -61,9 +67,12 @@ class AuthRefusal(Exception):
     www_authenticate: str | None
     text: str
     retry_after: int = DEFAULT_RETRY_AFTER
+    #: Further ``WWW-Authenticate`` challenges, each its own header (a ``DPoP`` one).
+    also: tuple[str, ...] = ()
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         out = [(b"www-authenticate", self.www_authenticate.encode())] if self.www_authenticate else []
+        out += [(b"www-authenticate", challenge.encode()) for challenge in self.also]
         if self.status == 503:
             out.append((b"retry-after", str(self.retry_after).encode()))
         return out
@@ -98,6 +107,11 @@ class ResourceServer:
     :class:`~mcpkit.auth.verifiers.FunctionVerifier`, or any object with ``async
     verify(token)``). ``required_scopes`` are needed for every request;
     ``scopes_supported`` (default: every scope named anywhere) is advertised.
+
+    ``dpop``: a :class:`~mcpkit.auth.dpop.DPoPChecker` to take DPoP-bound tokens as well
+    (advertised in the metadata, offered in a second ``WWW-Authenticate`` challenge);
+    ``dpop_required``: take nothing else (Bearer tokens refused). Raises ``ValueError``
+    for settings that cannot work.
     """
 
     resource: str
@@ -108,8 +122,12 @@ class ResourceServer:
     resource_name: str | None = None
     resource_documentation: str | None = None
     extra_metadata: dict[str, Any] = field(default_factory=dict)
+    dpop: DPoPChecker | None = None
+    dpop_required: bool = False
 
     def __post_init__(self) -> None:
+        if self.dpop_required and self.dpop is None:
+            raise ValueError("dpop_required needs dpop=DPoPChecker(...)")
         parts = urlsplit(self.resource)
         if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
             raise ValueError("resource must be an absolute http(s) URL without a fragment")
@@ -151,6 +169,9 @@ class ResourceServer:
             doc["resource_name"] = self.resource_name
         if self.resource_documentation:
             doc["resource_documentation"] = self.resource_documentation
+        if self.dpop is not None:
+            doc["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)
+            doc["dpop_bound_access_tokens_required"] = self.dpop_required
         return {**doc, **self.extra_metadata}
 
     # --- checking requests ----------------------------------------------------------------
@@ -167,26 +188,68 @@ class ResourceServer:
             parts.append(f"error_description={_quoted(description)}")
         return "Bearer " + ", ".join(parts)
 
-    async def authenticate(self, authorization: str | None, *, check_scopes: bool = True) -> AccessToken:
+    def _dpop_challenge(self, error: str | None = None, description: str | None = None) -> tuple[str, ...]:
+        """The ``DPoP`` challenge (RFC 9449 §7.1) when this server takes DPoP tokens."""
+        if self.dpop is None:
+            return ()
+        parts = [f"algs={_quoted(' '.join(self.dpop.algorithms))}"]
+        if error:
+            parts.append(f"error={_quoted(error)}")
+        if description:
+            parts.append(f"error_description={_quoted(description)}")
+        return ("DPoP " + ", ".join(parts),)
+
+    def _refuse(
+        self,
+        status: int,
+        text: str,
+        *,
+        error: str | None = None,
+        description: str | None = None,
+        scopes: Iterable[str] = (),
+        dpop_error: bool = False,
+    ) -> AuthRefusal:
+        """A 401/403 with this server's challenges: the ``Bearer`` one (which points at
+        the metadata, even when only DPoP tokens are taken), then the ``DPoP`` one;
+        ``error`` is the DPoP challenge's when ``dpop_error``, else the Bearer one's."""
+        if dpop_error:
+            return AuthRefusal(status, self.challenge(scopes=scopes), text, also=self._dpop_challenge(error, description))
+        bearer = self.challenge(error=error, scopes=scopes, description=description)
+        return AuthRefusal(status, bearer, text, also=self._dpop_challenge())
+
+    async def authenticate(
+        self,
+        authorization: str | None,
+        *,
+        check_scopes: bool = True,
+        dpop_proofs: Sequence[str] = (),
+        method: str = "POST",
+        path: str | None = None,
+    ) -> AccessToken:
         """The identity an ``Authorization`` header proves, and (unless
         ``check_scopes`` is false: the caller checks them once it knows the request)
-        with the server's required scopes. Raises :class:`AuthRefusal`: 401 without a
-        token, for one the verifier refuses, or for one whose ``expires_at`` is the
-        verifier's ``leeway`` (:func:`~mcpkit.auth.verifiers.leeway_of`) or more past —
-        checked here for every verifier alike; 403 for missing scopes; 503 when the
-        verifier cannot decide (``Retry-After`` as its :class:`VerifierUnavailable`
-        suggests) or raises anything else (logged). Cancellation while the verifier works
-        abandons it."""
+        with the server's required scopes. For a ``DPoP`` token, ``dpop_proofs`` are the
+        request's ``DPoP`` headers, ``method`` its method and ``path`` its path (the
+        proof's ``htu`` is this server's public origin, from ``resource``, and that
+        path). Raises :class:`AuthRefusal`: 401 without a token, for one the verifier
+        refuses, or for one whose ``expires_at`` is the verifier's ``leeway``
+        (:func:`~mcpkit.auth.verifiers.leeway_of`) or more past — checked here for every
+        verifier alike — for a DPoP token without a valid proof of its key
+        (``invalid_dpop_proof``), or a DPoP-bound token sent as Bearer; 403 for missing
+        scopes; 503 when the verifier cannot decide (``Retry-After`` as its
+        :class:`VerifierUnavailable` suggests) or raises anything else (logged), or when
+        DPoP's replay cache is full. Cancellation while the verifier works abandons it."""
         required = list(self.required_scopes)
         if authorization is None:
-            raise AuthRefusal(401, self.challenge(scopes=required), "Unauthorized: a bearer token is required")
+            raise self._refuse(401, "Unauthorized: a bearer token is required", scopes=required)
         if len(authorization) > MAX_AUTHORIZATION_HEADER:
-            raise AuthRefusal(401, self.challenge(error="invalid_request", scopes=required), "Unauthorized: header too long")
+            raise self._refuse(401, "Unauthorized: header too long", error="invalid_request", scopes=required)
         scheme, _, token = authorization.strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token or " " in token:
-            challenge = self.challenge(error="invalid_request", scopes=required)
-            raise AuthRefusal(401, challenge, "Unauthorized: use Authorization: Bearer <token>")
+        token, scheme = token.strip(), scheme.lower()
+        takes = ("dpop",) if self.dpop_required else ("bearer", "dpop") if self.dpop is not None else ("bearer",)
+        if scheme not in takes or not token or " " in token:
+            usage = "Authorization: DPoP <token> with a DPoP proof" if self.dpop_required else "Authorization: Bearer <token>"
+            raise self._refuse(401, f"Unauthorized: use {usage}", error="invalid_request", scopes=required)
         try:
             identity = await self.verifier.verify(token)
             if not isinstance(identity, AccessToken):
@@ -194,24 +257,61 @@ class ResourceServer:
             check_expiry(identity, leeway_of(self.verifier))
         except InvalidToken as exc:
             log.debug("token refused: %s", exc)
-            challenge = self.challenge(error="invalid_token", scopes=required, description=str(exc))
-            raise AuthRefusal(401, challenge, "Unauthorized: invalid token") from None
+            raise self._refuse(
+                401, "Unauthorized: invalid token", error="invalid_token", scopes=required, description=str(exc)
+            ) from None
         except VerifierUnavailable as exc:
             log.warning("cannot verify tokens: %s", exc)
             raise AuthRefusal(503, None, _UNAVAILABLE, _retry_after(exc)) from None
         except Exception as exc:  # a verifier's bug or an unforeseen failure: closed, like an outage
             log.error("the token verifier failed; the request is refused with 503: %s", _cause(exc, token))
             raise AuthRefusal(503, None, _UNAVAILABLE) from None
+        if self.dpop is not None:
+            await self._check_binding(identity, scheme, token, dpop_proofs, method, path, required)
         if identity.principal is None:
             identity = dataclasses.replace(identity, token_digest=hashlib.sha256(token.encode()).hexdigest()[:32])
         if check_scopes:
             self.check_scopes(identity, ())
         return identity
 
+    async def _check_binding(
+        self, identity: AccessToken, scheme: str, token: str, proofs: Sequence[str], method: str, path: str | None,
+        required: list[str],
+    ) -> None:  # fmt: skip
+        """RFC 9449 §7: a bound token comes with a proof of its key, and only so."""
+        assert self.dpop is not None
+        cnf = identity.claims.get("cnf")
+        jkt = cnf.get("jkt") if isinstance(cnf, dict) else None
+        if scheme == "bearer":
+            if jkt is not None:
+                description = "the token is DPoP-bound: send it with the DPoP scheme and a proof"
+                raise self._refuse(
+                    401, "Unauthorized: invalid token", error="invalid_token", scopes=required, description=description
+                )
+            return
+        if jkt is None:
+            description = "the token is not DPoP-bound: send it as a Bearer token"
+            raise self._refuse(
+                401, "Unauthorized: invalid token", error="invalid_token", scopes=required, description=description
+            )
+        try:
+            if len(proofs) != 1:
+                raise InvalidProof("send exactly one DPoP proof" if proofs else "the request carries no DPoP proof")
+            parts = urlsplit(self.resource)
+            url = f"{parts.scheme}://{parts.netloc}{path if path is not None else parts.path}"
+            await self.dpop.check(proofs[0], method=method, url=url, access_token=token, jkt=jkt)
+        except InvalidProof as exc:
+            log.debug("DPoP proof refused: %s", exc)
+            raise self._refuse(
+                401, "Unauthorized: invalid DPoP proof", error="invalid_dpop_proof", description=str(exc), dpop_error=True
+            ) from None
+        except ReplayCacheFull as exc:
+            log.warning("cannot check DPoP proofs now: %s", exc)
+            raise AuthRefusal(503, None, _UNAVAILABLE, 1) from None
+
     def check_scopes(self, identity: AccessToken, required: Iterable[str]) -> None:
         """Raises :class:`AuthRefusal` (403 insufficient_scope, naming every scope the
         request needs) unless ``identity`` has each of ``required``."""
         needed = list(dict.fromkeys([*self.required_scopes, *required]))
         if not identity.has_scopes(needed):
-            challenge = self.challenge(error="insufficient_scope", scopes=needed)
-            raise AuthRefusal(403, challenge, "Forbidden: insufficient scope")
+            raise self._refuse(403, "Forbidden: insufficient scope", error="insufficient_scope", scopes=needed)

@@ -62,7 +62,7 @@ class TokenSource:
     redirect: RedirectHandler | None
     assertion: AssertionProvider | None
     allow_http: bool
-    use_dpop: bool
+    use_dpop: bool | None
     server_url: str | None = None
     resource: ResourceInfo | None = None
     meta: ServerMetadata | None = None
@@ -153,12 +153,22 @@ class TokenSource:
             self.meta = await discover_server(fetch, issuer, legacy=resource.legacy, allow_http=self.allow_http)
         return self.meta
 
-    def _dpop_for(self, meta: ServerMetadata) -> DPoP | None:
-        """The DPoP key to bind tokens from ``meta``'s server to, if it supports DPoP."""
-        if not self.use_dpop or not supported(meta.dpop_algorithms):
+    def _dpop_for(self, meta: ServerMetadata, resource: ResourceInfo) -> DPoP | None:
+        """The DPoP key to bind tokens from ``meta``'s server to: when it supports DPoP
+        and ``use_dpop`` is True, or None (the default) and the MCP server's metadata
+        says it takes DPoP tokens too — then without the JOSE libraries, Bearer."""
+        if not self.use_dpop and not (self.use_dpop is None and supported(resource.dpop_algorithms)):
+            return None
+        if not supported(meta.dpop_algorithms):
             return None
         if self.dpop is None:
-            self.dpop = DPoP()
+            try:
+                self.dpop = DPoP()
+            except OAuthError:
+                if self.use_dpop:
+                    raise
+                logger.info("the server takes DPoP tokens, but PyJWT is not installed: asking for Bearer tokens")
+                return None
         return self.dpop
 
     async def _client_for(
@@ -183,7 +193,7 @@ class TokenSource:
         the server no longer knows is registered again, once."""
         if self.grant == "authorization_code" and scope and "offline_access" in (meta.scopes_supported or []):
             scope = union(scope, "offline_access")
-        dpop = self._dpop_for(meta)
+        dpop = self._dpop_for(meta, resource)
         registered_again = False
         while True:
             client: RegisteredClient | None = None

@@ -44,6 +44,8 @@ class ResourceInfo:
     authorization_servers: list[str]
     scopes_supported: list[str] | None = None
     legacy: bool = False
+    #: The server's ``dpop_signing_alg_values_supported`` (RFC 9728): it takes DPoP tokens.
+    dpop_algorithms: list[str] | None = None
 
 
 @dataclass
@@ -95,7 +97,8 @@ async def discover_resource(fetch: Fetcher, server_url: str, metadata_url: str |
         if not servers:
             raise OAuthError(f"the protected resource metadata at {quote(url)} names no authorization server")
         # The identifier exactly as the server states it: the audience its tokens must name.
-        return ResourceInfo(resource.strip(), servers, _strings(doc.get("scopes_supported")))
+        scopes, dpop = _strings(doc.get("scopes_supported")), _strings(doc.get("dpop_signing_alg_values_supported"))
+        return ResourceInfo(resource.strip(), servers, scopes, dpop_algorithms=dpop)
     return ResourceInfo(canonical_resource(server_url), [origin(server_url)], None, legacy=True)
 
 

@@ -80,10 +80,12 @@ class OAuthClientAuth(httpx.Auth):
     requests (not closed here; never the transport's own client). ``allow_http`` allows
     plain-HTTP authorization endpoints on hosts that are not loopback (never do this in
     production). ``server_url`` names the MCP endpoint; by default it is the URL of the
-    first request. ``dpop=True``: when the authorization server supports DPoP (RFC 9449,
-    with ES256), tokens are bound to a key of this process and every request carries a
-    fresh proof (server nonces are honoured). Off by default: the MCP server must accept
-    the ``DPoP`` scheme too, which a Bearer-only server (mcpkit's among them) does not.
+    first request. DPoP (RFC 9449, with ES256): when the authorization server supports
+    it, tokens are bound to a key of this process and every request carries a fresh
+    proof (server nonces are honoured) — by default (``dpop=None``) when the MCP
+    server's metadata says it takes DPoP tokens too (``dpop_signing_alg_values_supported``,
+    as mcpkit's ``ResourceServer(dpop=...)`` does); ``dpop=True`` whatever the MCP server
+    says, ``dpop=False`` never.
     ``targets`` is where the client may go when the MCP server names a URL (its
     metadata, its authorization server and their endpoints): by default a
     :class:`TargetPolicy` that, for an MCP server that is not local, refuses private,
@@ -111,7 +113,7 @@ class OAuthClientAuth(httpx.Auth):
         allow_http: bool = False,
         server_url: str | None = None,
         assertion: AssertionProvider | None = None,
-        dpop: bool = False,
+        dpop: bool | None = None,
         targets: TargetPolicy | None = DEFAULT_TARGETS,
     ) -> None:
         if grant is None:

@@ -73,10 +73,10 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # the identity is set for this request's task only
-        CURRENT.set(await self.authenticate(request_headers(scope), scope["method"]))
+        CURRENT.set(await self.authenticate(request_headers(scope), scope["method"], scope))
         await self.app(scope, receive, send)
 
-    async def authenticate(self, headers: Headers, method: str) -> AccessToken:
+    async def authenticate(self, headers: Headers, method: str, scope: Scope | None = None) -> AccessToken:
         """The request's verified identity. Raises :class:`Reject`: 401 (with
         ``WWW-Authenticate``) without a valid token or with an expired one (past the
         verifier's leeway, checked by the ``ResourceServer``), 403 for missing scopes (a
@@ -85,10 +85,19 @@ class BearerAuth:
         (:attr:`AccessToken.principal <mcpkit.auth.identity.AccessToken.principal>`), 503
         when tokens cannot be verified now — the verifier is unavailable or failed
         unexpectedly, with the ``Retry-After`` it suggests — (or the shared session store
-        cannot be reached)."""
+        cannot be reached). ``scope`` gives a DPoP proof what it is checked against: every
+        ``DPoP`` header (one is allowed) and the public path (``root_path`` included)."""
+        proofs: list[str] = []
+        path = None
+        if scope is not None and self.auth.dpop is not None:
+            proofs = [v.decode("latin-1").strip() for k, v in scope.get("headers", ()) if k.lower() == b"dpop"]
+            root, path = scope.get("root_path", ""), scope.get("path", "")
+            path = path if path.startswith(root) else root + path
         try:
             # a POST's scopes are checked once its request is known: the refusal names all it needs
-            identity = await self.auth.authenticate(headers.get("authorization"), check_scopes=method != "POST")
+            identity = await self.auth.authenticate(
+                headers.get("authorization"), check_scopes=method != "POST", dpop_proofs=proofs, method=method, path=path
+            )
         except AuthRefusal as refusal:
             raise Reject(refusal.status, refusal.text, refusal.headers()) from None
         session = await self._find(headers.get("mcp-session-id"))
