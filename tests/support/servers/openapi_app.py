@@ -8,7 +8,7 @@ with an enum and a list (``GET /items``), a JSON body of nested models with an e
 (``PUT /items/{item_id}``), a recursive model (``POST /trees/size``), a file of bytes
 (``GET /files/{name}``), a text answer (``GET /greeting``), an error route
 (``GET /teapot``: 418 with a long body), a route that answers 503 until its third call
-(``GET /flaky/{key}``), and one excluded from the schema, for no tool (``/hidden``).
+(``GET /flaky/{key}``), the caller's API key (``GET /key``), and one excluded from the schema, for no tool (``/hidden``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import enum
 import sys
 from collections import Counter
 
-from fastapi import FastAPI, HTTPException, Query, Response
+from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 
@@ -142,6 +142,12 @@ def flaky(key: str) -> dict[str, int]:
     if FLAKY[key] < 3:
         raise HTTPException(status_code=503, detail="try again", headers={"retry-after": "0"})
     return {"attempts": FLAKY[key]}
+
+
+@app.get("/key", operation_id="api_key", tags=["auth"])
+def api_key(request: Request) -> dict[str, str | None]:
+    """The API key the caller sent (the X-Api-Key header, which the document does not name)."""
+    return {"key": request.headers.get("x-api-key")}
 
 
 @app.get("/hidden", include_in_schema=False)
