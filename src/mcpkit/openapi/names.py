@@ -14,12 +14,13 @@ from .operations import Operation
 __all__ = ["base_name", "Names"]
 
 _INVALID: Final = re.compile(r"[^A-Za-z0-9_.\-]+")
+_UNDERSCORES: Final = re.compile(r"__+")
 MAX_LENGTH: Final = 64
 
 
 def sanitize(text: str) -> str:
     """``text`` as a name: every run of other characters one ``_``, trimmed, bounded."""
-    name = _INVALID.sub("_", text).strip("_.-")
+    name = _UNDERSCORES.sub("_", _INVALID.sub("_", text)).strip("_.-")
     return name[:MAX_LENGTH].rstrip("_.-") or "operation"
 
 
@@ -27,8 +28,8 @@ def base_name(op: Operation) -> str:
     """The name ``op`` gets before collisions are settled."""
     if op.operation_id:
         return sanitize(op.operation_id)
-    path = op.path.replace("{", "").replace("}", "")
-    return sanitize(f"{op.method}_{path.replace('/', '_')}")
+    segments = [segment for segment in op.path.replace("{", "").replace("}", "").split("/") if segment]
+    return sanitize("_".join([op.method, *segments]))
 
 
 class Names:

@@ -43,11 +43,13 @@ class Body:
 
 @dataclass(frozen=True)
 class Success:
-    """The first 2xx response the operation describes: its JSON schema if it has one."""
+    """The first 2xx response the operation describes: its JSON schema if it has one,
+    and whether JSON is all it may answer with (else its schema is no output schema)."""
 
     status: str
     media_type: str | None
     schema: Any
+    only_json: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,9 +156,10 @@ def _success(document: Document, responses: Any) -> Success | None:
     response = document.deref(responses[status] if status in responses else responses[int(status)])
     content = response.get("content") if isinstance(response, Mapping) else None
     if isinstance(content, Mapping):
+        only_json = all(_json_type(str(m)) for m in content)
         for media_type, entry in content.items():
             if _json_type(str(media_type)) and isinstance(entry, Mapping):
-                return Success(status, str(media_type), entry.get("schema"))
+                return Success(status, str(media_type), entry.get("schema"), only_json)
         if content:
             return Success(status, str(next(iter(content))), None)
     return Success(status, None, None)

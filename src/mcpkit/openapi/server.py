@@ -239,8 +239,9 @@ def _annotations(op: Operation) -> ToolAnnotations:
 
 
 def _output_schema(document: Document, op: Operation) -> dict[str, Any] | None:
-    """The success response's schema, when it describes an object."""
-    if op.success is None or op.success.schema is None:
+    """The success response's schema, when it describes an object and JSON is all the
+    operation answers with."""
+    if op.success is None or op.success.schema is None or not op.success.only_json:
         return None
     converter = SchemaConverter(document)
     schema = converter.convert(op.success.schema)
