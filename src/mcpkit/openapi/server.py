@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -215,8 +216,9 @@ def _where(op: Operation) -> str:
 
 
 def _expand(uri: str, values: Mapping[str, str]) -> str:
+    """The URI read: the template with the (decoded) values percent-encoded again."""
     for key, value in values.items():
-        uri = uri.replace("{" + key + "}", value)
+        uri = uri.replace("{" + key + "}", quote(value, safe=""))
     return uri
 
 
@@ -259,13 +261,20 @@ def from_openapi(document: Mapping[str, Any] | str | os.PathLike[str], **options
     return OpenAPIServer(document, **options)
 
 
-def from_asgi(app: AsgiApp, document: Mapping[str, Any] | str | os.PathLike[str] | None = None, **options: Any) -> OpenAPIServer:
+def from_asgi(
+    app: AsgiApp,
+    document: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    run_lifespan: bool = True,
+    **options: Any,
+) -> OpenAPIServer:
     """A server for the ASGI ``app`` (FastAPI, Starlette, any) in this process: its
     operations called through ``httpx.ASGITransport``, with no socket. ``document``
-    defaults to ``app.openapi()`` (FastAPI's own). The app's lifespan is not run by the
-    transport: start what it needs first (or use FastAPI's ``router.lifespan_context``
-    in a ``lifespan=``). Raises ``TypeError`` when there is no document and the app has
-    no ``openapi()``; then what :class:`OpenAPIServer` raises."""
+    defaults to ``app.openapi()`` (FastAPI's own). The transport runs no lifespan: with
+    ``run_lifespan``, the lifespan of a Starlette or FastAPI app (its
+    ``router.lifespan_context``) runs within the server's, around a ``lifespan`` given;
+    another app's startup is the caller's. Raises ``TypeError`` when there is no document
+    and the app has no ``openapi()``; then what :class:`OpenAPIServer` raises."""
     if document is None:
         maker = getattr(app, "openapi", None)
         if not callable(maker):
@@ -273,5 +282,25 @@ def from_asgi(app: AsgiApp, document: Mapping[str, Any] | str | os.PathLike[str]
         document = maker()
     options.setdefault("base_url", "http://asgi.local")
     options.setdefault("transport", httpx.ASGITransport(app=app))
+    app_lifespan = getattr(getattr(app, "router", None), "lifespan_context", None)
+    if run_lifespan and callable(app_lifespan):
+        options["lifespan"] = _nested(app_lifespan, app, options.get("lifespan"))
     assert document is not None
     return OpenAPIServer(document, **options)
+
+
+def _nested(app_lifespan: Callable[[Any], Any], app: AsgiApp, inner: Lifespan | None) -> Lifespan:
+    """The server's lifespan that runs the app's, then ``inner`` within it (its state is the server's)."""
+
+    @contextlib.asynccontextmanager
+    async def both(server: Server) -> AsyncIterator[Any]:
+        async with app_lifespan(app):
+            if inner is None:
+                yield None
+            else:
+                async with inner(server) as state:
+                    yield state
+
+    if inner is not None:  # handlers may ask for its state by type
+        both.__wrapped__ = inner  # type: ignore[attr-defined]
+    return both

@@ -7,6 +7,7 @@ else than its document says, answers too much, or wants credentials."""
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -141,3 +142,83 @@ async def test_bytes_of_no_known_type_are_an_embedded_file() -> None:
     assert isinstance(block, EmbeddedResource)
     assert block.resource.mime_type == "application/x-thing"
     assert block.resource.blob == base64.b64encode(b"\x00\x01\x02").decode()
+
+
+async def test_the_apps_lifespan_runs_within_the_servers() -> None:
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def app_lifespan(app: FastAPI) -> AsyncIterator[None]:
+        events.append("app up")
+        yield
+        events.append("app down")
+
+    @contextlib.asynccontextmanager
+    async def mine(server: Any) -> AsyncIterator[str]:
+        events.append("mine up")
+        yield "state"
+        events.append("mine down")
+
+    app = FastAPI(lifespan=app_lifespan)
+
+    @app.get("/ready", operation_id="ready")
+    def ready() -> dict[str, list[str]]:
+        return {"events": list(events)}
+
+    async with Client(from_asgi(app, lifespan=mine)) as client:
+        result = await client.call_tool("ready", {})
+    assert result.structured_content == {"events": ["app up", "mine up"]}
+    assert events == ["app up", "mine up", "mine down", "app down"]
+
+
+async def test_parameters_go_where_the_document_says() -> None:
+    def echo(request: Request) -> Any:
+        return {
+            "query": sorted(request.query_params.multi_items()),
+            "header": request.headers.get("x-trace"),
+            "cookie": request.cookies.get("session"),
+            "path": request.scope["raw_path"].decode(),
+        }
+
+    app = FastAPI()
+    app.get("/echo/{name:path}", operation_id="echo")(echo)
+    document = app.openapi()
+    document["paths"]["/echo/{name}"]["get"]["parameters"] = [
+        {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+        {"name": "many", "in": "query", "schema": {"type": "array", "items": {"type": "integer"}}},
+        {"name": "joined", "in": "query", "explode": False, "schema": {"type": "array", "items": {"type": "string"}}},
+        {"name": "flag", "in": "query", "schema": {"type": "boolean"}},
+        {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+        {"name": "session", "in": "cookie", "schema": {"type": "string"}},
+    ]
+    arguments = {"name": "a b/c", "many": [1, 2], "joined": ["x", "y"], "flag": True, "X-Trace": "t-1", "session": "s 1"}
+    async with Client(from_asgi(app, document)) as client:
+        result = await client.call_tool("echo", arguments)
+    assert result.structured_content == {
+        "query": [["flag", "true"], ["joined", "x,y"], ["many", "1"], ["many", "2"]],
+        "header": "t-1",
+        "cookie": "s%201",  # percent-encoded: a cookie value has no spaces
+        "path": "/echo/a%20b%2Fc",  # one path segment
+    }
+
+
+async def test_what_is_retried() -> None:
+    calls: list[str] = []
+
+    def busy(request: Request) -> Response:
+        calls.append(request.method)
+        if len(calls) % 2:
+            return Response("busy", status_code=503, headers={"retry-after": "0"})
+        return Response('{"ok": true}', media_type="application/json")
+
+    app = FastAPI()
+    app.get("/busy", operation_id="get_busy")(busy)
+    app.post("/busy", operation_id="post_busy")(busy)
+    async with Client(from_asgi(app, retries=Retries(attempts=2, backoff=0))) as client:
+        got = await client.call_tool("get_busy", {})
+        assert got.structured_content == {"ok": True}
+        assert calls == ["GET", "GET"]
+        posted = await client.call_tool("post_busy", {})  # not idempotent: its 503 is the answer
+    assert posted.is_error
+    assert posted.content == [TextContent(text="HTTP 503 Service Unavailable from POST /busy: busy")]
+    assert calls == ["GET", "GET", "POST"]
