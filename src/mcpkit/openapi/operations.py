@@ -17,6 +17,8 @@ __all__ = ["Operation", "Parameter", "Body", "Success", "operations", "METHODS"]
 METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 Location = Literal["path", "query", "header", "cookie"]
+#: Header parameters that OpenAPI says are ignored: the media types and the security schemes say them.
+_IGNORED_HEADERS: Final = frozenset({"accept", "content-type", "authorization"})
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ def _parameters(document: Document, raw: Any) -> list[Parameter]:
         p = document.deref(entry)
         if not isinstance(p, Mapping) or p.get("in") not in ("path", "query", "header", "cookie") or not p.get("name"):
             continue
+        if p["in"] == "header" and str(p["name"]).lower() in _IGNORED_HEADERS:
+            continue  # OpenAPI: described elsewhere (the media types, the security schemes)
         schema = p.get("schema")
         if schema is None and isinstance(p.get("content"), Mapping) and p["content"]:
             schema = next(iter(p["content"].values())).get("schema")

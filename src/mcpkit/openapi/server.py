@@ -206,7 +206,8 @@ class OpenAPIServer(Server):
         try:
             return await send(client, request, op.method, self._retries, self._limit)
         except httpx.TransportError as exc:
-            raise ToolError(f"could not reach the API for {_where(op)}: {type(exc).__name__}: {exc}") from exc
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise ToolError(f"could not reach the API for {_where(op)}: {reason}") from exc
         except ResponseTooLarge as exc:
             raise ToolError(f"{_where(op)}: {exc}") from exc
 
