@@ -6,6 +6,7 @@ object as ``body``), the tools' names, and the route maps' rules."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -176,3 +177,14 @@ def test_route_maps_that_cannot_be_followed_are_refused() -> None:
         RouteMap(kind="prompt")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not one string"):
         RouteMap(tags="public")
+
+
+def test_a_document_from_a_json_file(tmp_path: Any) -> None:
+    path = tmp_path / "api.json"
+    path.write_text(json.dumps({**doc({"/t": {"get": op(operationId="t")}}), "servers": [{"url": "http://127.0.0.1:9/v1"}]}))
+    server = from_openapi(path)
+    assert (server.info.name, server.info.version) == ("t", "1")  # the document's title and version
+    yaml_file = tmp_path / "api.yaml"
+    yaml_file.write_text("openapi: 3.0.3\n")
+    with pytest.raises(OpenAPIError, match=r"not a JSON document .* parse YAML yourself"):
+        from_openapi(yaml_file, base_url=BASE)
