@@ -38,6 +38,8 @@ from mcpkit import (
     Server,
 )
 from mcpkit.auth.client.grants import JWT_BEARER
+from mcpkit.auth.client.storage import tokens_key
+from mcpkit.auth.client.urls import canonical_resource
 from support.ports import free_port
 from support.servers.oauth_as import Client as RegisteredAt, Guard, LoopbackAuthorizationServer
 from support.serving import serve_in_thread
@@ -404,3 +406,40 @@ async def test_against_an_official_sdk_server_with_auth(world: World, options: C
     (request,) = world.auth_server.calls("authorize")
     assert request["resource"] == url
     assert "mcp" in request["scope"].split()
+
+
+async def test_logout_revokes_the_grant_and_the_next_call_logs_in_again(world: World) -> None:
+    """RFC 7009: ``logout()`` revokes the refresh token (the whole grant), then the access
+    token, at the authorization server, and forgets both; the revoked token is refused
+    by the MCP server, and the next request takes a new login."""
+    storage = InMemoryTokenStorage()
+    auth = login(storage=storage)
+    async with Client(HttpTransport(world.url, auth=auth), MODERN) as client:
+        assert (await client.call_tool("echo", {"text": "before"})).content[0].text == "before"
+        (issued,) = world.auth_server.tokens.values()
+        assert issued.refresh_token is not None
+        assert await auth.logout() is True
+        revocations = world.auth_server.calls("revoke")
+        assert [(r["token"], r["token_type_hint"]) for r in revocations] == [
+            (issued.refresh_token, "refresh_token"), (issued.access_token, "access_token"),
+        ]  # fmt: skip
+        assert all(r["client_id"] for r in revocations)  # the public client names itself
+        assert (issued.revoked, issued.access_revoked) == (True, True)
+        assert await storage.load(tokens_key(canonical_resource(world.url))) is None
+        async with httpx.AsyncClient() as http:  # the revoked token, sent by hand: refused
+            refused = await http.post(world.url, headers={"authorization": f"Bearer {issued.access_token}"}, json={})
+        assert refused.status_code == 401
+        assert (await client.call_tool("echo", {"text": "after"})).content[0].text == "after"
+    assert len(world.auth_server.calls("authorize")) == 2  # a new login after the logout
+
+
+async def test_logout_with_nothing_to_revoke_or_nowhere_to_revoke_it(world: World) -> None:
+    assert await login().logout() is False  # never used: nothing to forget
+    everything = world.auth_server.metadata
+    world.auth_server.metadata = lambda: {k: v for k, v in everything().items() if k != "revocation_endpoint"}  # type: ignore[method-assign]
+    auth = login()
+    assert await echo(world.url, auth) == "hi"
+    assert await auth.logout() is False  # forgotten here only: the server offers no revocation
+    assert not world.auth_server.calls("revoke")
+    assert await echo(world.url, auth) == "hi"
+    assert len(world.auth_server.calls("authorize")) == 2

@@ -27,7 +27,7 @@ from .loopback import RedirectHandler
 from .registration import forget_client, obtain_client
 from .settings import OAuthClientMetadata, PreRegisteredClient
 from .storage import RegisteredClient, Tokens, TokenStorage, tokens_key
-from .urls import canonical_resource
+from .urls import canonical_resource, check_transport
 
 __all__ = ["TokenSource", "Grant", "AssertionProvider", "union"]
 
@@ -139,6 +139,36 @@ class TokenSource:
         self.tokens = tokens
         assert self.server_url is not None
         await self.storage.save(tokens_key(canonical_resource(self.server_url)), tokens.record() if tokens else None)
+
+    async def revoke(self, fetch: Fetcher) -> bool:
+        """Forget the tokens, here and in the storage, then revoke them at their
+        authorization server when its metadata names a ``revocation_endpoint`` (RFC
+        7009): the refresh token first (which ends the grant, its access tokens with
+        it), then the access token. True if the server was told; False when there was
+        nothing to revoke, no endpoint, or no client identity there to revoke with.
+        Raises :class:`OAuthError` when the server refuses or cannot be reached (the
+        tokens are forgotten here all the same)."""
+        tokens = await self.current()
+        await self.keep(None)
+        if tokens is None:
+            return False
+        meta = self.meta if self.meta is not None and self.meta.issuer == tokens.issuer else None
+        if meta is None:
+            meta = self.meta = await discover_server(fetch, tokens.issuer, legacy=tokens.legacy, allow_http=self.allow_http)
+        endpoint = meta.raw.get("revocation_endpoint")
+        if not isinstance(endpoint, str) or not endpoint:
+            logger.info("%s names no revocation endpoint: the tokens are only forgotten here", meta.issuer)
+            return False
+        endpoint = check_transport(endpoint, "revocation endpoint", allow_http=self.allow_http)
+        try:
+            client: RegisteredClient | None = await self._client_for(fetch, meta, None, register=False)
+        except OAuthError as exc:
+            logger.info("cannot revoke the tokens at %s: %s", meta.issuer, exc)
+            return False
+        for token, hint in ((tokens.refresh_token, "refresh_token"), (tokens.access_token, "access_token")):
+            if token:
+                await grants.revoke(fetch, endpoint, meta, client, token, hint)
+        return True
 
     # -- the pieces ------------------------------------------------------------------
 

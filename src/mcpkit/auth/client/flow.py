@@ -149,6 +149,23 @@ class OAuthClientAuth(httpx.Auth):
         """The pre-registered credentials, bound to their authorization server once used."""
         return self._source.client
 
+    async def logout(self) -> bool:
+        """Sign out of the MCP server: its tokens are forgotten (here and in
+        ``storage``) and revoked at the authorization server when it offers revocation
+        (RFC 7009: the refresh token, ending the grant, then the access token). Waits
+        for a login or refresh in progress first. The next request needs a new
+        authorization. Returns whether the authorization server was told. Raises
+        :class:`OAuthError` if it refused or could not be reached — the tokens are
+        forgotten locally all the same. Cancelled, the local tokens may already be gone."""
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+        if self._source.server_url is None:  # never used: nothing to forget
+            return False
+        async with self._fetcher() as fetch:
+            return await self._source.revoke(fetch)
+
     # -- httpx.Auth ----------------------------------------------------------------
 
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:

@@ -19,7 +19,7 @@ from .errors import OAuthError, quote
 from .fetch import Fetcher
 from .storage import RegisteredClient, Tokens
 
-__all__ = ["exchange_code", "refresh", "client_credentials", "jwt_bearer", "JWT_BEARER"]
+__all__ = ["exchange_code", "refresh", "client_credentials", "jwt_bearer", "revoke", "JWT_BEARER"]
 
 #: The RFC 7523 grant type: an assertion (a JWT from an identity provider) for a token.
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -149,3 +149,25 @@ async def jwt_bearer(
     if scope:
         data["scope"] = scope
     return await _token_request(fetch, meta, client, data, scope, dpop=dpop)
+
+
+async def revoke(
+    fetch: Fetcher, endpoint: str, meta: ServerMetadata, client: RegisteredClient | None, token: str, hint: str
+) -> None:
+    """Revoke ``token`` (a ``hint``: ``refresh_token`` or ``access_token``) at
+    ``endpoint``, the authorization server's revocation endpoint (RFC 7009 §2.1); the
+    client authenticates if it has an identity there. A 200 is success, whether the
+    server knew the token or not (§2.2). Raises :class:`OAuthError` for a refusal (its
+    ``error`` kept: ``unsupported_token_type``, or 503 for "try later") or an
+    unreachable endpoint."""
+    form, headers = {"token": token, "token_type_hint": hint}, {"Content-Type": "application/x-www-form-urlencoded"}
+    if client is not None:
+        authenticate(client, meta.issuer, form, headers)
+    reply = await fetch.request("POST", endpoint, "revocation endpoint", data=form, headers=headers)
+    if reply.status != 200:
+        error = reply.body.get("error") if reply.body else None
+        raise OAuthError(
+            f"revoking the {hint.replace('_', ' ')} was refused: {reply.describe()}",
+            error=error if isinstance(error, str) else None,
+            status=reply.status,
+        )
