@@ -10,8 +10,9 @@ request whose ``_meta`` says ``deny``.
 
 Tools: ``echo(text)``; ``counter()`` read-only, the number of times it or ``bump`` ran;
 ``bump()`` (not read-only) the same, one more; ``slow(tag)`` runs until ``release(tag)``
-(``started(tag)`` answers once it has). Resource ``data://greeting`` (its reads counted
-in ``reads``); prompt ``hello(name)``, which raises KeyError for ``name="nobody"``.
+(``started(tag)`` answers once it has); ``touch()`` announces ``data://greeting``
+updated, ``grow(name)`` adds a tool. Resource ``data://greeting`` (its reads counted
+in ``reads``); prompt ``hello(name)``, which raises KeyError for ``name="nobody"`` and PermissionError for ``"root"``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,18 @@ class Guarded:
             return f"{tag} done"
 
         @server.tool
+        async def touch() -> str:
+            """Announce that data://greeting changed."""
+            await server.notify_resource_updated("data://greeting")
+            return "touched"
+
+        @server.tool
+        def grow(name: str) -> str:
+            """Add a tool (the tool list changes)."""
+            server.add_tool(name, None, {"type": "object"}, lambda arguments: name)
+            return "grown"
+
+        @server.tool
         def release(tag: str) -> str:
             self.gates[tag].set()
             return "released"
@@ -105,6 +118,8 @@ class Guarded:
         def hello(name: str) -> str:
             if name == "nobody":
                 raise KeyError(f"no such person: {name}")
+            if name == "root":
+                raise PermissionError("root is not greeted")
             return f"Say hello to {name}."
 
 
