@@ -44,8 +44,9 @@ class RateLimit:
     monotonic clock, or Redis's own).
 
     A request over the limit is refused with ``McpError(-32029, "Rate limit exceeded
-    …", {"retryAfter": seconds})`` and HTTP status 429 (over HTTP, ``Retry-After``
-    says the same, rounded up): the handler does not run. Raises
+    …", {"retryAfter": seconds})`` — the whole seconds until the bucket holds ``cost``
+    again, rounded up — and HTTP status 429 (over HTTP, ``Retry-After`` says the same):
+    the handler does not run. Raises
     :class:`~mcpkit.StoreUnavailable` (answered 503) when a shared store cannot answer.
     Raises ``ValueError`` at construction for a non-positive ``capacity`` or
     ``refill``, or a ``cost`` outside (0, ``capacity``].
@@ -100,9 +101,7 @@ class RateLimit:
             now = self._clock() if self._clock is not None else None
             wait = await self.store.take(key, capacity=self.capacity, refill=self.refill, cost=self.cost, now=now)
             if wait > 0:
-                seconds: float = math.ceil(wait * 1000) / 1000
-                if seconds.is_integer():
-                    seconds = int(seconds)
+                seconds = max(1, math.ceil(wait))  # whole seconds, as Retry-After gives them
                 raise McpError(
                     RATE_LIMITED,
                     f"Rate limit exceeded: try again in {seconds:g} s",

@@ -71,5 +71,3 @@ class Session:
         if logger is not None:
             params["logger"] = logger
         outbound.notify("notifications/message", params)
-
-

@@ -179,3 +179,22 @@ async def test_over_http_the_429_says_retry_after_as_the_error_does() -> None:
             error: dict[str, Any] = refused.json()["error"]
             assert error["code"] == RATE_LIMITED
             assert error["data"] == {"retryAfter": 4}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("asked", "header"), [(2.2, "3"), (10**9, "86400"), ("soon", "1"), (-5, "1"), (None, "1")])
+async def test_retry_after_follows_the_errors_retry_after_within_bounds(asked: Any, header: str) -> None:
+    server = Server("refusing")
+
+    @server.use
+    async def refuse(ctx: Context, call_next: Any) -> Any:
+        if ctx.method == "tools/call":
+            raise McpError(-32029, "later", {"retryAfter": asked} if asked is not None else None, status=429)
+        return await call_next()
+
+    with serve_in_thread(server.asgi_app()) as port:
+        body, headers = wire.modern("tools/call", {"name": "any", "arguments": {}})
+        async with httpx.AsyncClient(timeout=10) as http:
+            refused = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers)
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == header
