@@ -3,6 +3,7 @@ values unless asked; in memory and over real HTTP, in both eras."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from types import ModuleType
 from typing import Any
@@ -13,6 +14,7 @@ from mcpkit import Client, ClientOptions, McpError, Server
 from mcpkit.middleware import RequestLog
 from support.eras import ERAS, LEGACY
 from support.transports import HTTP, MEMORY
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -93,3 +95,28 @@ async def test_a_session_id_is_the_same_for_a_session_and_differs_between_sessio
         await two.call_tool("who")
     assert ids[0] is not None
     assert ids[0] == ids[1] != ids[2]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_cancelled_request_is_logged_as_cancelled(era: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="requests")
+    started = asyncio.Event()
+    server = Server("cancelled")
+    server.use(RequestLog("requests"))
+
+    @server.tool
+    async def forever() -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    async with Client(server, ClientOptions(protocol_version=era)) as client:
+        call = asyncio.create_task(client.call_tool("forever"))
+        await started.wait()
+        call.cancel()
+
+        def logged() -> list[Any]:
+            return [r.mcp for r in caplog.records if r.name == "requests" and r.mcp["name"] == "forever"]  # type: ignore[attr-defined]
+
+        await until(logged)
+    assert [(r["outcome"], r["code"]) for r in logged()] == [("cancelled", None)]
