@@ -71,7 +71,9 @@ class ResponseCache:
     is announced is not kept. ``close()`` stops listening.
 
     A hit returns the cached result without running what comes after this middleware
-    (the handler, the middleware registered later); cancellation propagates.
+    (the handler, the middleware registered later); cancellation propagates and keeps
+    nothing. Raises ``ValueError`` at construction for a non-positive ``ttl``, a
+    ``max_entries`` below 1 or a method it cannot cache.
     """
 
     def __init__(

@@ -37,7 +37,9 @@ class ConcurrencyLimit:
     all), in the order they came, then is refused with ``McpError(-32603, "Too many
     calls in progress …")`` and HTTP status 429 (over HTTP, ``Retry-After: 1``): its
     handler does not run. Cancelled while waiting, it leaves the queue; the slot of a
-    request that ends in any way, cancellation included, is freed at once.
+    request that ends in any way, cancellation included, is freed at once. Raises
+    ``ValueError`` at construction for a limit below 1, a negative ``wait`` or an
+    unknown ``per``.
     """
 
     def __init__(

@@ -43,6 +43,8 @@ class ErrorMapping:
     ``mask=True`` it is replaced by ``Request failed (reference <id>)`` and the
     exception is logged under that id on ``mcpkit.server`` (as ``mask_tool_errors``
     does for tools). A rule function that raises is logged and answered -32603.
+    Raises ``TypeError`` at construction for a key that is no exception type or a rule
+    that is no code, ``"tool"`` or function.
     """
 
     def __init__(

@@ -49,7 +49,9 @@ class RateLimit:
     the handler does not run. Raises
     :class:`~mcpkit.StoreUnavailable` (answered 503) when a shared store cannot answer.
     Raises ``ValueError`` at construction for a non-positive ``capacity`` or
-    ``refill``, or a ``cost`` outside (0, ``capacity``].
+    ``refill``, a ``cost`` outside (0, ``capacity``], or an unknown ``key``. Cancelled
+    while taking from a shared store, the request took nothing or its whole cost; the
+    ``CancelledError`` propagates.
     """
 
     def __init__(

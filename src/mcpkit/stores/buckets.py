@@ -41,7 +41,8 @@ class BucketStore(Protocol):
 class InMemoryBuckets:
     """The buckets of one process, at most ``max_keys`` of them: past it the bucket used
     least recently is forgotten (it counts as full again). ``clock`` (seconds,
-    monotonic) is the time when a caller gives none."""
+    monotonic) is the time when a caller gives none. Raises ``ValueError`` for a
+    ``max_keys`` below 1."""
 
     def __init__(self, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic) -> None:
         if max_keys < 1:
