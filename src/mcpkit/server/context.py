@@ -58,6 +58,7 @@ from ..protocol.wire import LOG_RANK
 from ..runtime.outbound import DROP, Notifier, Outbound
 from ..runtime.peer import check_timeout
 from .interaction import Asker, ReplayAsker, content_converter, elicitation_schema, invalid_content
+from .session import Session
 
 __all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context", "relay_question"]
 
@@ -234,6 +235,18 @@ class Context:
         subject, client id, scopes and claims. None without authorization (stdio, or a
         server that does not require it)."""
         return CURRENT.get()
+
+    @property
+    def session_id(self) -> str | None:
+        """An opaque id of the legacy session this request belongs to (a stdio
+        connection, an in-memory pair, an HTTP session): the same for each of its
+        requests, random, and this process's own — not the ``Mcp-Session-Id``, and
+        different on each node a shared HTTP session reaches. None in the modern era,
+        which has no session. Never raises."""
+        session = self._call.session
+        if isinstance(session, Session) and session.initialized:
+            return session.id
+        return None
 
     @property
     def exchange_id(self) -> str:

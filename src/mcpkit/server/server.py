@@ -23,16 +23,16 @@ from ..protocol.errors import DEFAULT_MAX_ERROR_TEXT, INTERNAL_ERROR, McpError
 from ..protocol.events import RequestId, RequestReceived
 from ..protocol.headers import HeaderRules
 from ..protocol.request_state import StateSealer
-from ..protocol.types import Implementation
+from ..protocol.types import Implementation, Tool
 from ..protocol.versions import Era
 from ..runtime.outbound import Outbound
 from ..runtime.peer import Peer, check_timeout
 from ..runtime.tracing import TracingOption, check_tracing, trace_server_requests
-from ..stores.bus import InMemoryBus, SubscriptionBus
+from ..stores.bus import Change, InMemoryBus, SubscriptionBus
 from ..stores.tasks import InMemoryTaskStore, TaskStore
 from ..transports.base import Transport
 from ..transports.stdio.server import ServerStdio
-from .changes import ChangeHub, Subscriber
+from .changes import ChangeHub, Subscriber, notice
 from .dispatch import Dispatcher
 from .environment import from_environment
 from .filters import Selection
@@ -304,6 +304,29 @@ class Server(Registration):
         subscription bus, on every other — that it changed (``notifications/resources/
         updated``). Returns at once; delivery is in the background, in order per client."""
         self._registry.resource_updated(uri)
+
+    def describe_tool(self, name: str) -> Tool | None:
+        """The tool ``name`` as this server offers it now (mounted, proxied and
+        transformed tools included): its wire description, as ``tools/list`` gives it
+        (schema, annotations); None if no such tool is offered. Never raises."""
+        found = self._registry.describe("tool", name)
+        return found[1] if found is not None and isinstance(found[1], Tool) else None
+
+    def on_change(self, listener: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener(method, params)`` with the notification of every change this
+        server announces, made on this process or (through the subscription bus)
+        another: a list changed (``notifications/tools/list_changed``, ``…/prompts/…``,
+        ``…/resources/…``, params ``{}``), a resource updated
+        (``notifications/resources/updated``, ``{"uri": …}``), a task's status
+        (``notifications/tasks``). Returns what stops it. The listener is called where
+        the bus delivers (the event loop, for the in-memory bus) and must not block;
+        what it raises is logged and stops nothing. Changes made before the server
+        serves anything are not announced (docs/subscriptions.md)."""
+
+        def deliver(change: Change) -> None:
+            listener(*notice(change))
+
+        return self._registry.hub.bus.subscribe(deliver)
 
     def connect(self, session: Session, outbound: Outbound) -> Callable[[], Awaitable[None]]:
         """A transport's legacy connection can carry server-initiated messages through

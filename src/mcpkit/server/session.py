@@ -4,6 +4,7 @@ client outside any request (once a transport has connected it: :meth:`Server.con
 from __future__ import annotations
 
 import asyncio
+import secrets
 from typing import Any
 
 from ..protocol.types import Implementation
@@ -20,6 +21,7 @@ class Session:
     __slots__ = (
         "client_capabilities",
         "client_info",
+        "id",
         "initialized",
         "log_level",
         "outbound",
@@ -29,6 +31,8 @@ class Session:
     )
 
     def __init__(self) -> None:
+        #: An opaque id of this connection's state, random, this process's own.
+        self.id = secrets.token_hex(16)
         self.initialized = False
         self.protocol_version = ""
         self.client_info: Implementation | None = None
@@ -67,5 +71,3 @@ class Session:
         if logger is not None:
             params["logger"] = logger
         outbound.notify("notifications/message", params)
-
-

@@ -1,9 +1,10 @@
 """What the nodes of a deployment share, in Redis (docs/deploy.md): :class:`RedisStore`.
 
-One :class:`RedisStore` per process gives the four parts a node needs, on one
+One :class:`RedisStore` per process gives the parts a node needs, on one
 connection pool and one pub/sub connection: ``sessions`` (legacy session records and
 the messages between nodes), ``events`` (resumable SSE streams), ``bus`` (change
-notifications), ``tasks`` (the tasks extension's records) — and its node id and heartbeat. Needs the ``redis`` extra
+notifications), ``tasks`` (the tasks extension's records), ``buckets`` (the token
+buckets of :class:`~mcpkit.middleware.RateLimit`) — and its node id and heartbeat. Needs the ``redis`` extra
 (``pip install 'mcpkit[redis]'``)::
 
     store = RedisStore("redis://redis:6379/0")
@@ -28,6 +29,7 @@ except ModuleNotFoundError as exc:  # the "redis" extra is not installed
         name=exc.name,
     ) from None
 
+from .buckets import RedisBuckets
 from .bus import RedisBus
 from .channels import Channels
 from .events import RedisEventStore
@@ -96,6 +98,7 @@ class RedisStore:
         self.sessions = RedisSessionStore(self)
         self.events = RedisEventStore(self, max_events=max_events_per_stream, ttl=event_ttl)
         self.bus = RedisBus(self)
+        self.buckets = RedisBuckets(self)
         self.tasks = RedisTaskStore(
             self,
             max_tasks=max_tasks,

@@ -35,6 +35,7 @@ def wrong_type(exc: BaseException) -> bool:
     list where a record belongs): for a read of one record, the record is missing."""
     return isinstance(exc, ResponseError) and str(exc).startswith("WRONGTYPE")
 
+
 Callback = Callable[[bytes], None]
 
 

@@ -18,6 +18,7 @@ as :mod:`.shutdown` says: -32603, as JSON or as the last event of its SSE stream
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -53,11 +54,13 @@ class _Note:
 
 @dataclass(frozen=True, slots=True)
 class _Answer:
-    """The request's response (None if the request was withdrawn meanwhile) and the
-    HTTP status of a JSON reply carrying it. Nothing follows."""
+    """The request's response (None if the request was withdrawn meanwhile), the
+    HTTP status of a JSON reply carrying it and, for a 429 or 503, its ``Retry-After``
+    (the error's own ``data.retryAfter`` when it gives one). Nothing follows."""
 
     message: bytes | None
     status: int
+    retry_after: bytes = b"1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +82,24 @@ class _Release:
 
 #: Messages of one response waiting for a slow client before a subscription waits.
 _HIGH_WATER: Final = 256
-#: A JSON error answer with one of these statuses says when to try again.
-_RETRY_LATER: Final = {429: [(b"retry-after", b"1")], 503: [(b"retry-after", b"1")]}
+#: A JSON error answer with one of these statuses says when to try again (``Retry-After``).
+_RETRY_LATER: Final = frozenset({429, 503})
+#: The longest ``Retry-After`` an error's ``data.retryAfter`` can ask for: a day, in seconds.
+_MAX_RETRY_AFTER: Final = 86_400
 _CLIENT_GONE: Final = _ClientGone()
 _RELEASE: Final = _Release()
 
 _Item = _Note | _Answer | _Cancelled | _ClientGone | _Release
+
+
+def _retry_after(error: McpError | None) -> bytes:
+    """The ``Retry-After`` of a 429 or 503 answering ``error``: its ``data.retryAfter``
+    (seconds, rounded up, at most a day) when that is a non-negative number, else 1."""
+    data = error.data if error is not None else None
+    wait = data.get("retryAfter") if isinstance(data, dict) else None
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait < float("inf"):
+        return b"1"
+    return str(min(math.ceil(wait), _MAX_RETRY_AFTER)).encode()
 
 
 def _message_of(item: _Item) -> bytes | None:
@@ -244,7 +259,7 @@ class Exchange:
             raise
         if self._after is not None:
             await self._after()
-        self._emit(_Answer(message, 200 if error is None else self._status(error)))
+        self._emit(_Answer(message, 200 if error is None else self._status(error), _retry_after(error)))
 
     async def _drain(self) -> None:
         """Wait while the client is slow to take this response's messages (more than
@@ -323,7 +338,9 @@ class Exchange:
         # is forced: a stream could only say 200.
         if isinstance(first, (_Answer, _Cancelled)) and (self._json_response is not False or first.status != 200):
             self._started = "json"
-            await send_json(send, first.status, first.message or b"", _RETRY_LATER.get(first.status, ()))
+            retry = first.status in _RETRY_LATER
+            headers = [(b"retry-after", first.retry_after if isinstance(first, _Answer) else b"1")] if retry else []
+            await send_json(send, first.status, first.message or b"", headers)
             return
         del first  # self._held has it until it is written
         self._started = "sse"
