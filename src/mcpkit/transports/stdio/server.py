@@ -17,6 +17,7 @@ transport, :mod:`.process`, uses them too).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import select
 import stat
@@ -187,11 +188,14 @@ class ServerStdio:
 
     def _read_file(self, loop: asyncio.AbstractEventLoop, f: Any) -> None:
         try:
-            while chunk := f.read(65536):
-                self._more.clear()
-                loop.call_soon_threadsafe(self._take, self._framer.feed(chunk), False)
-                self._more.wait()
-            loop.call_soon_threadsafe(self._take, self._framer.eof(), True)
+            with f:  # the duplicate of stdin is this thread's to close
+                while chunk := f.read(65536):
+                    self._more.clear()
+                    loop.call_soon_threadsafe(self._take, self._framer.feed(chunk), False)
+                    self._more.wait()
+                    if self._stopped:  # closed or stopping: what is left stays in the file
+                        return
+                loop.call_soon_threadsafe(self._take, self._framer.eof(), True)
         except (OSError, RuntimeError):  # the loop closed under us: nobody listens any more
             pass
 
@@ -306,7 +310,9 @@ class ServerStdio:
             try:
                 self._out_file.write(data + NEWLINE)
             except OSError:
-                self._out_file = None
+                out, self._out_file = self._out_file, None
+                with contextlib.suppress(OSError):
+                    out.close()
                 self._finish("stdout closed")
 
     def _bulk_busy(self, busy: bool) -> None:
@@ -344,4 +350,8 @@ class ServerStdio:
                     await asyncio.wait_for(asyncio.shield(self._lost_writer), 5.0)
                 except TimeoutError:
                     writer.abort()
+        if self._out_file is not None:  # a regular file as stdout: written to directly, closed here
+            out, self._out_file = self._out_file, None
+            with contextlib.suppress(OSError):
+                out.close()
         self._finish("closed")
