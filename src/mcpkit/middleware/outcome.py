@@ -1,18 +1,20 @@
 """What the middleware of this package read of a request and its end: the name it
 targets (:func:`target`), who sends it (:func:`principal_of`), and how it ended
-(:class:`Outcome`, :func:`outcome_of`)."""
+(:class:`Outcome`, :func:`outcome_of`), and how long it took (:func:`measured`)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
 from ..protocol.types import CallToolResult
 from ..server.context import Context
+from ..server.registry import CallNext
 
-__all__ = ["Outcome", "OutcomeKind", "target", "principal_of", "outcome_of", "OK"]
+__all__ = ["Outcome", "OutcomeKind", "target", "principal_of", "outcome_of", "measured", "OK"]
 
 #: ``ok``; ``tool_error`` (a ``tools/call`` whose result says ``isError``); ``error`` (an
 #: error response); ``cancelled`` (the request was cancelled).
@@ -70,3 +72,17 @@ def outcome_of(result: Any = None, exc: BaseException | None = None) -> Outcome:
     if isinstance(exc, McpError):
         return Outcome("error", exc.code)
     return Outcome("error", INTERNAL_ERROR)
+
+
+async def measured(call_next: CallNext, clock: Callable[[], float], report: Callable[[Outcome, float], None]) -> Any:
+    """``call_next()``'s result, after telling ``report`` how it ended and in how many
+    seconds of ``clock``; what it raises (cancellation included) is reported, then
+    raised again."""
+    started = clock()
+    try:
+        result = await call_next()
+    except BaseException as exc:
+        report(outcome_of(exc=exc), clock() - started)
+        raise
+    report(outcome_of(result), clock() - started)
+    return result

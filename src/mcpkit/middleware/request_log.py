@@ -12,7 +12,7 @@ import msgspec
 from ..protocol.errors import McpError, flatten_text
 from ..server.context import Context
 from ..server.registry import CallNext
-from .outcome import Outcome, outcome_of, principal_of, target
+from .outcome import Outcome, measured, principal_of, target
 
 __all__ = ["RequestLog"]
 
@@ -57,14 +57,7 @@ class RequestLog:
         self._clock = clock
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> Any:
-        started = self._clock()
-        try:
-            result = await call_next()
-        except BaseException as exc:
-            self._log(ctx, outcome_of(exc=exc), self._clock() - started)
-            raise
-        self._log(ctx, outcome_of(result), self._clock() - started)
-        return result
+        return await measured(call_next, self._clock, lambda outcome, seconds: self._log(ctx, outcome, seconds))
 
     def _log(self, ctx: Context, outcome: Outcome, seconds: float) -> None:
         level = self.error_level if outcome.kind == "error" else self.level

@@ -11,7 +11,7 @@ from typing import Any
 from ..server.context import Context
 from ..server.registry import CallNext
 from .metrics import OtelHistogram, otel_loaded
-from .outcome import Outcome, outcome_of, target
+from .outcome import Outcome, measured, target
 
 __all__ = ["Timing", "TimingHook"]
 
@@ -51,14 +51,7 @@ class Timing:
         self._clock = clock
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> Any:
-        started = self._clock()
-        try:
-            result = await call_next()
-        except BaseException as exc:
-            self._observe(ctx, self._clock() - started, outcome_of(exc=exc))
-            raise
-        self._observe(ctx, self._clock() - started, outcome_of(result))
-        return result
+        return await measured(call_next, self._clock, lambda outcome, seconds: self._observe(ctx, seconds, outcome))
 
     def _observe(self, ctx: Context, seconds: float, outcome: Outcome) -> None:
         name = target(ctx)
