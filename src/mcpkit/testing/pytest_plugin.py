@@ -20,7 +20,7 @@ import pytest
 
 try:
     import pytest_asyncio
-except ImportError as exc:  # pragma: no cover - pytest-asyncio is a test dependency of mcpkit itself
+except ImportError as exc:
     raise ImportError("mcpkit.testing.pytest_plugin needs pytest-asyncio: pip install pytest-asyncio") from exc
 
 from ..client.client import Client

@@ -105,3 +105,18 @@ def test_without_a_server_fixture_the_test_fails_and_says_what_to_define(tmp_pat
     proc = run_pytest(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "define a `mcp_server` fixture that returns the Server under test" in proc.stdout, proc.stdout
+
+
+def test_without_pytest_asyncio_the_plugin_says_what_to_install() -> None:
+    """The plugin's fixtures are async: where pytest-asyncio is missing (hidden here from
+    a fresh interpreter), importing the plugin says so instead of failing later."""
+    program = (
+        "import sys\n"
+        "sys.modules['pytest_asyncio'] = None  # as if it were not installed\n"
+        "try:\n"
+        "    import mcpkit.testing.pytest_plugin\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert done.stdout.strip() == "mcpkit.testing.pytest_plugin needs pytest-asyncio: pip install pytest-asyncio", done.stderr
