@@ -144,16 +144,15 @@ def from_environment(environ: Mapping[str, str] | None = None) -> EnvironmentSet
     process's); an empty variable counts as unset. Raises ``ValueError`` naming the
     first variable whose value does not parse, and why."""
     source = os.environ if environ is None else environ
-    settings = EnvironmentSettings()
+    by_target: dict[str, dict[str, Any]] = {"run": {}, "server": {}, "http": {}, "uvicorn": {}}
     read: list[str] = []
     for name, variable in VARIABLES.items():
         text = source.get(PREFIX + name, "")
         if not text:
             continue
         try:
-            value = variable.parse(text)
+            by_target[variable.target][variable.option] = variable.parse(text)
         except ValueError as exc:
             raise ValueError(f"{PREFIX}{name}={text!r} {exc}") from None
-        getattr(settings, variable.target)[variable.option] = value
         read.append(f"{PREFIX}{name}={text}")
-    return EnvironmentSettings(settings.run, settings.server, settings.http, settings.uvicorn, tuple(read))
+    return EnvironmentSettings(**by_target, read=tuple(read))
