@@ -282,18 +282,18 @@ class ResourceServer:
         assert self.dpop is not None
         cnf = identity.claims.get("cnf")
         jkt = cnf.get("jkt") if isinstance(cnf, dict) else None
-        if scheme == "bearer":
-            if jkt is not None:
-                description = "the token is DPoP-bound: send it with the DPoP scheme and a proof"
-                raise self._refuse(
-                    401, "Unauthorized: invalid token", error="invalid_token", scopes=required, description=description
-                )
-            return
-        if jkt is None:
-            description = "the token is not DPoP-bound: send it as a Bearer token"
+        bound = jkt is not None
+        if (scheme == "dpop") != bound:
+            description = (
+                "the token is DPoP-bound: send it with the DPoP scheme and a proof"
+                if bound
+                else "the token is not DPoP-bound: send it as a Bearer token"
+            )
             raise self._refuse(
                 401, "Unauthorized: invalid token", error="invalid_token", scopes=required, description=description
             )
+        if not bound:
+            return
         try:
             if len(proofs) != 1:
                 raise InvalidProof("send exactly one DPoP proof" if proofs else "the request carries no DPoP proof")
