@@ -87,10 +87,7 @@ class TokenSource:
             return current
         if current is None or current.refresh_token is None:
             return None
-        meta = self.meta if self.meta is not None and self.meta.issuer == current.issuer else None
-        if meta is None:
-            meta = self.meta = await discover_server(fetch, current.issuer, legacy=current.legacy, allow_http=self.allow_http)
-        return await self._refresh(fetch, meta, current)
+        return await self._refresh(fetch, await self._issuer_of(fetch, current), current)
 
     async def recover(self, challenge: Challenge, sent: Tokens | None, allow_refresh: bool, fetch: Fetcher) -> Tokens | None:
         """After a 401: new tokens (refreshed, or from a new authorization)."""
@@ -152,9 +149,7 @@ class TokenSource:
         await self.keep(None)
         if tokens is None:
             return False
-        meta = self.meta if self.meta is not None and self.meta.issuer == tokens.issuer else None
-        if meta is None:
-            meta = self.meta = await discover_server(fetch, tokens.issuer, legacy=tokens.legacy, allow_http=self.allow_http)
+        meta = await self._issuer_of(fetch, tokens)
         endpoint = meta.raw.get("revocation_endpoint")
         if not isinstance(endpoint, str) or not endpoint:
             logger.info("%s names no revocation endpoint: the tokens are only forgotten here", meta.issuer)
@@ -181,6 +176,13 @@ class TokenSource:
             issuer = bound
         if self.meta is None or self.meta.issuer != issuer:
             self.meta = await discover_server(fetch, issuer, legacy=resource.legacy, allow_http=self.allow_http)
+        return self.meta
+
+    async def _issuer_of(self, fetch: Fetcher, tokens: Tokens) -> ServerMetadata:
+        """The metadata of the authorization server that issued ``tokens`` (the one known,
+        else discovered again). Raises :class:`OAuthError`."""
+        if self.meta is None or self.meta.issuer != tokens.issuer:
+            self.meta = await discover_server(fetch, tokens.issuer, legacy=tokens.legacy, allow_http=self.allow_http)
         return self.meta
 
     def _dpop_for(self, meta: ServerMetadata, resource: ResourceInfo) -> DPoP | None:
