@@ -182,6 +182,13 @@ async def test_the_redis_stores(deployment: Deployment) -> None:
         messages: list[NodeMessage] = []
         two.bus.subscribe(heard.append)
         two.sessions.listen(messages.append)
+        prefix = two.prefix  # the channels stores/redis/ documents; Redis itself says when two listens on both
+
+        async def two_listens() -> bool:
+            counts = dict(await one.redis.pubsub_numsub(f"{prefix}:changes", f"{prefix}:node:{two.node_id}"))
+            return all(count >= 1 for count in counts.values())
+
+        await until(two_listens, what="the second store subscribed to its channels")
         one.bus.publish(Change("resource", "note://b"))
         await one.sessions.send(two.node_id, NodeMessage(kind="cancel", session_id="s9", sender=one.node_id, body=b"{}"))
         await until(lambda: heard and messages, what="the change and the node message delivered")

@@ -31,7 +31,7 @@ except ModuleNotFoundError as exc:  # the "redis" extra is not installed
 
 from .buckets import RedisBuckets
 from .bus import RedisBus
-from .channels import Channels
+from .channels import Channels, cancel_all
 from .events import RedisEventStore
 from .sessions import RedisSessionStore
 from .tasks import RedisTaskStore
@@ -120,8 +120,5 @@ class RedisStore:
         """Leave: stop the heartbeat (the key is removed, so the others see this node
         gone at once), the listener and the bus, and close the connections."""
         await self.channels.close()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_all(list(self._tasks))
         await self.redis.aclose()

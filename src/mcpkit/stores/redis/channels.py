@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError, RedisError, ResponseError, TimeoutError as RedisTimeoutError
 
-__all__ = ["Channels", "UNREACHABLE", "FAILED", "wrong_type"]
+__all__ = ["Channels", "UNREACHABLE", "FAILED", "wrong_type", "cancel_all"]
 
 log = logging.getLogger("mcpkit.stores")
 
@@ -37,6 +37,26 @@ def wrong_type(exc: BaseException) -> bool:
 
 
 Callback = Callable[[bytes], None]
+
+
+async def cancel_all(tasks: Collection[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and return once every one has ended.
+
+    A task whose cancellation gets lost on its way out (a library under it that catches
+    the cancel and answers as if its read had timed out, which the background loops treat
+    as a lost store and go on) is cancelled again every second until it ends: closing a
+    store never waits forever on its own background work. Their exceptions are retrieved
+    (the loops log their own). If the caller is cancelled meanwhile, it stops waiting;
+    the tasks stay cancelled.
+    """
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=1.0)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()
 
 
 class Channels:
@@ -83,9 +103,7 @@ class Channels:
         """Stop listening and beating, and remove the heartbeat key (the others see this
         node gone at once); Redis errors are ignored."""
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_all(tasks)
         try:
             await self._redis.delete(self._alive_key)
         except FAILED:
