@@ -15,8 +15,8 @@ the key's thumbprint equal to the token's ``cnf.jkt``. A bound token sent as a
 
 Each ``jti`` is remembered for the window in a :class:`ReplayCache` (in memory by
 default, bounded: when it is full of unexpired entries new proofs are refused with 503
-rather than a replay let through; give every node one shared cache, e.g. Redis with
-``SET jti 1 NX EX``, to catch a proof replayed on another node). PyJWT (the ``auth``
+rather than a replay let through; give every node one shared cache, the ``replay`` of a
+:class:`~mcpkit.stores.redis.RedisStore`, to catch a proof replayed on another node). PyJWT (the ``auth``
 extra) checks the signatures.
 """
 
@@ -58,7 +58,9 @@ class ReplayCache(Protocol):
 
     async def first_use(self, jti: str, until: float) -> bool:
         """Remember ``jti`` until ``until`` (epoch seconds); True if it was not known.
-        Raises :class:`ReplayCacheFull` when it cannot remember it."""
+        Raises :class:`ReplayCacheFull` when it cannot remember it, or
+        :class:`~mcpkit.StoreUnavailable` when a shared cache cannot be reached (both
+        a 503 from the resource server)."""
         ...
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..stores.sessions import StoreUnavailable
 from .dpop import DPoPChecker, InvalidProof, ReplayCacheFull
 from .identity import AccessToken
 from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable, check_expiry, leeway_of
@@ -305,7 +306,7 @@ class ResourceServer:
             raise self._refuse(
                 401, "Unauthorized: invalid DPoP proof", error="invalid_dpop_proof", description=str(exc), dpop_error=True
             ) from None
-        except ReplayCacheFull as exc:
+        except (ReplayCacheFull, StoreUnavailable) as exc:
             log.warning("cannot check DPoP proofs now: %s", exc)
             raise AuthRefusal(503, None, _UNAVAILABLE, 1) from None
 

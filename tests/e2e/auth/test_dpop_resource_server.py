@@ -9,11 +9,13 @@ each a 401 with the error RFC 9449 names."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,6 +41,8 @@ from mcpkit import (
 )  # fmt: skip
 from mcpkit.auth.dpop import InMemoryReplayCache, ReplayCacheFull, thumbprint
 from mcpkit.auth.server import ResourceServer
+from mcpkit.stores.redis import RedisStore
+from support.nodes import Redis, require
 from support.serving import serve_in_thread
 
 pytestmark = pytest.mark.timeout(60)
@@ -107,8 +111,8 @@ class World:
         return access
 
 
-def mcp_server() -> Server:
-    server = Server("dpop")
+def mcp_server(lifespan: Any = None) -> Server:
+    server = Server("dpop", lifespan=lifespan)
 
     @server.tool
     def bound(ctx: Context) -> str:
@@ -285,3 +289,49 @@ def test_settings_that_cannot_work() -> None:
         DPoPChecker(max_age=0)
     with pytest.raises(ValueError, match="dpop_required needs"):
         ResourceServer("https://x/mcp", ["https://as"], FunctionVerifier(lambda t: None), dpop_required=True)
+
+
+async def test_nodes_sharing_a_redis_replay_cache_refuse_a_proof_replayed_to_another_node(tmp_path: Path) -> None:
+    """Two nodes of one deployment (one public URL), each with its own RedisStore on one
+    redis-server: a proof taken by one is a replay on the other; Redis gone, a 503."""
+    require("redis-server")
+    redis = Redis(tmp_path)
+    redis.start()
+    world = World()
+    verifier = FunctionVerifier(world.issued.get)
+    prefix = f"dpop{secrets.token_hex(4)}"
+    stores = [RedisStore(redis.url, prefix=prefix, timeout=1.0) for _ in range(2)]
+    guards = [
+        ResourceServer("http://127.0.0.1:1/mcp", ["http://127.0.0.1:1"], verifier, dpop=DPoPChecker(replay_cache=s.replay))
+        for s in stores
+    ]
+
+    def closing(store: RedisStore) -> Any:
+        @contextlib.asynccontextmanager
+        async def lifespan(server: Server) -> AsyncIterator[None]:
+            yield
+            await store.aclose()  # on the node's own loop, where its connections live
+
+        return lifespan
+
+    one_app, two_app = (mcp_server(closing(s)).asgi_app(auth=g) for s, g in zip(stores, guards, strict=True))
+    try:
+        with serve_in_thread(one_app) as one, serve_in_thread(two_app) as two:
+            public = f"http://127.0.0.1:{one}/mcp"  # the address clients know; the balancer may send them to either node
+            for guard in guards:
+                guard.resource = public
+            key = Key()
+            token = world.bind(key)
+            proof = key.proof("POST", public, token)
+            assert (await post(public, f"DPoP {token}", [proof])).status_code == 200
+            replayed = await post(f"http://127.0.0.1:{two}/mcp", f"DPoP {token}", [proof])
+            assert replayed.status_code == 401
+            assert 'error_description="the proof was used before (jti replayed)"' in dpop_error(replayed)
+            fresh = key.proof("POST", public, token)
+            assert (await post(f"http://127.0.0.1:{two}/mcp", f"DPoP {token}", [fresh])).status_code == 200
+            redis.kill()
+            down = await post(public, f"DPoP {token}", [key.proof("POST", public, token)])
+            assert down.status_code == 503  # neither taken nor called a replay: try again later
+    finally:
+        if redis.proc is not None and redis.proc.poll() is None:
+            redis.kill()

@@ -4,7 +4,8 @@ One :class:`RedisStore` per process gives the parts a node needs, on one
 connection pool and one pub/sub connection: ``sessions`` (legacy session records and
 the messages between nodes), ``events`` (resumable SSE streams), ``bus`` (change
 notifications), ``tasks`` (the tasks extension's records), ``buckets`` (the token
-buckets of :class:`~mcpkit.middleware.RateLimit`) — and its node id and heartbeat. Needs the ``redis`` extra
+buckets of :class:`~mcpkit.middleware.RateLimit`), ``replay`` (the DPoP proofs the resource
+server accepted, :class:`~mcpkit.auth.DPoPChecker`) — and its node id and heartbeat. Needs the ``redis`` extra
 (``pip install 'mcpkit[redis]'``)::
 
     store = RedisStore("redis://redis:6379/0")
@@ -33,10 +34,11 @@ from .buckets import RedisBuckets
 from .bus import RedisBus
 from .channels import Channels, cancel_all
 from .events import RedisEventStore
+from .replay import RedisReplayCache
 from .sessions import RedisSessionStore
 from .tasks import RedisTaskStore
 
-__all__ = ["RedisStore", "RedisSessionStore", "RedisEventStore", "RedisBus", "RedisTaskStore"]
+__all__ = ["RedisStore", "RedisSessionStore", "RedisEventStore", "RedisBus", "RedisTaskStore", "RedisReplayCache"]
 
 DEFAULT_URL: Final = "redis://127.0.0.1:6379/0"
 
@@ -99,6 +101,7 @@ class RedisStore:
         self.events = RedisEventStore(self, max_events=max_events_per_stream, ttl=event_ttl)
         self.bus = RedisBus(self)
         self.buckets = RedisBuckets(self)
+        self.replay = RedisReplayCache(self)
         self.tasks = RedisTaskStore(
             self,
             max_tasks=max_tasks,
