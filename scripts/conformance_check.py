@@ -1,6 +1,6 @@
 """Compare the legs of a conformance run with scripts/conformance-expected-failures.txt.
 
-    python scripts/conformance_check.py EXPECTED_FAILURES RUN_DIR LEG...
+    python scripts/conformance_check.py EXPECTED_FAILURES EXPECTED_SKIPS RUN_DIR LEG...
 
 ``scripts/conformance.sh`` calls this after running the suite. Each ``LEG`` (for
 example ``server@2026-07-28``, ``server-sse@2025-11-25`` or ``client@bare``) left ``RUN_DIR/LEG.log`` (the
@@ -8,7 +8,10 @@ suite's output) and ``RUN_DIR/LEG/`` (its ``--output-dir``: one ``checks.json`` 
 scenario). A scenario fails when any of its checks is ``FAILURE`` or ``WARNING``,
 the rule of the suite's own ``--expected-failures`` baseline; an entry
 ``SCENARIO:CHECK-ID`` excuses that one check (every occurrence of the id) and
-nothing else. Prints, per leg, the suite's totals and what was expected, unexpected
+nothing else. A check the suite SKIPPED counts too, unless EXPECTED_SKIPS (same format)
+lists it: a scenario skipped for lack of support is a failure, and only a skip the suite
+makes whatever the implementation does (a check that does not apply to the revision, or
+one the suite's own harness cannot run yet) is listed, with its reason. Prints, per leg, the suite's totals and what was expected, unexpected
 or stale, with the suite's messages for the unexpected ones; exits 1 if anything
 failed unexpectedly or a listed entry passed, 2 for a malformed list or a leg
 whose results are missing.
@@ -126,6 +129,36 @@ def failing_checks(checks: list[dict[str, object]]) -> dict[str, dict[str, objec
     return {cid: c for cid, c in worst.items() if c.get("status") in ("FAILURE", "WARNING")}
 
 
+def skipped_checks(checks: list[dict[str, object]]) -> set[str]:
+    """The ids of the checks the suite skipped (and never ran under the same id)."""
+    ran = {str(c.get("id")) for c in checks if c.get("status") not in ("SKIPPED", "INFO")}
+    return {str(c.get("id")) for c in checks if c.get("status") == "SKIPPED"} - ran
+
+
+def compare_skips(leg: Leg, skips: list[Entry]) -> tuple[list[str], list[str], list[str]]:
+    """(expected, unexpected, stale) skips for one leg."""
+    mine = [e for e in skips if e.applies(leg.name)]
+    expected: list[str] = []
+    unexpected: list[str] = []
+    stale: list[str] = []
+    for scenario, checks in sorted(leg.scenarios.items()):
+        skipped = skipped_checks(checks)
+        listed = [e for e in mine if e.scenario == scenario]
+        for cid in sorted(skipped):
+            entry = next((e for e in listed if e.check in (None, cid)), None)
+            if entry is not None:
+                expected.append(f"{scenario}:{cid}  ({entry.reason})")
+            else:
+                check = next(c for c in checks if str(c.get("id")) == cid)
+                message = " ".join(str(check.get("errorMessage") or check.get("description") or "").split())
+                unexpected.append(f"{scenario}:{cid} SKIPPED: {message[:300]}")
+        ran = {str(c.get("id")) for c in checks} - skipped
+        for entry in listed:
+            if (entry.check is None and checks and not skipped) or (entry.check is not None and entry.check in ran):
+                stale.append(f"{entry.name}  ({entry.reason})")
+    return expected, unexpected, stale
+
+
 def compare(leg: Leg, entries: list[Entry]) -> tuple[list[str], list[str], list[str]]:
     """(expected, unexpected, stale) for one leg; unexpected lines carry the suite's messages."""
     mine = [e for e in entries if e.applies(leg.name)]
@@ -156,25 +189,31 @@ def compare(leg: Leg, entries: list[Entry]) -> tuple[list[str], list[str], list[
 
 
 def main() -> None:
-    if len(sys.argv) < 4:
+    if len(sys.argv) < 5:
         raise SystemExit(__doc__)
     entries = parse_expected(Path(sys.argv[1]))
-    run_dir = Path(sys.argv[2])
-    legs = [load_leg(run_dir, leg) for leg in sys.argv[3:]]
+    skips = parse_expected(Path(sys.argv[2]))
+    run_dir = Path(sys.argv[3])
+    legs = [load_leg(run_dir, leg) for leg in sys.argv[4:]]
     bad = 0
     print("\n=== conformance: mcpkit against the suite, per leg ===")
     for leg in legs:
         expected, unexpected, stale = compare(leg, entries)
+        skipped, unexpected_skips, stale_skips = compare_skips(leg, skips)
+        unexpected += unexpected_skips
+        stale += stale_skips
         bad += len(unexpected) + len(stale)
         print(f"\n{leg.name}: the suite's {leg.total}")
-        counts = f"{len(expected)} expected failures, {len(unexpected)} unexpected, {len(stale)} stale"
+        counts = (
+            f"{len(expected)} expected failures, {len(skipped)} expected skips, {len(unexpected)} unexpected, {len(stale)} stale"
+        )
         print(f"  {len(leg.scenarios)} scenarios; {counts}")
         for line in unexpected:
             print(f"  UNEXPECTED {line}")
         for line in stale:
-            print(f"  STALE (passes now; remove it from the list) {line}")
+            print(f"  STALE (passes or runs now; remove it from its list) {line}")
     verdict = "OK" if bad == 0 else "FAILED"
-    print(f"\nconformance: {len(legs)} legs, {bad} unexpected failures or stale entries: {verdict}")
+    print(f"\nconformance: {len(legs)} legs, {bad} unexpected failures or skips, or stale entries: {verdict}")
     sys.exit(1 if bad else 0)
 
 
