@@ -147,8 +147,10 @@ class ClientOptions:
             caps.setdefault("sampling", {"tools": {}} if self.sampling_tools else {})
         if modern and self.tasks:
             caps = with_tasks_declared(caps)
-        if self.apps:
-            mime_types = [UI_MIME_TYPE] if self.apps is True else list(self.apps)
+        if self.apps is True:
+            caps = with_apps_declared(caps, {"mimeTypes": [UI_MIME_TYPE]})
+        elif self.apps:
+            mime_types = list(self.apps)
             caps = with_apps_declared(caps, {"mimeTypes": mime_types})
         return caps
 

@@ -393,7 +393,8 @@ class Registration:
         label = f"tool {tool!r}"
         if found is None:
             raise ValueError(
-                f"{label} links to the UI resource {ui!r}, which is not registered: register it first (server.ui_resource or server.add_ui)"
+                f"{label} links to the UI resource {ui!r}, which is not registered:"
+                " register it first (server.ui_resource or server.add_ui)"
             )
         if not is_ui_resource(found.resource):
             raise ValueError(f"{label} links to {ui!r}, which is not served as {UI_MIME_TYPE}")
