@@ -270,7 +270,7 @@ class DownloadFileParams(WireStruct, kw_only=True):
 class MessageParams(WireStruct, kw_only=True):
     """``ui/message`` (view -> host): content for the conversation, as the user."""
 
-    role: Literal["user"] = "user"
+    role: Literal["user"]
     content: list[Content]
 
 
