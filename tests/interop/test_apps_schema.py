@@ -202,7 +202,8 @@ async def test_the_bridge_speaks_the_schema(schema: Schema) -> None:
         init = {"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": SAMPLES["ui/initialize"]}
         schema.check("McpUiInitializeRequest", {"method": init["method"], "params": init["params"]})
         answer = await bridge.handle(init)
-        assert answer is not None and "result" in answer, answer
+        assert answer is not None
+        assert "result" in answer, answer
         schema.check("McpUiInitializeResult", answer["result"])
         assert answer["result"]["hostCapabilities"]["openLinks"] == {}
         await bridge.handle({"jsonrpc": "2.0", "method": "ui/notifications/initialized"})
@@ -225,7 +226,8 @@ async def test_the_bridge_speaks_the_schema(schema: Schema) -> None:
             ("ui/request-display-mode", "McpUiRequestDisplayModeResult"),
         ]:
             answer = await bridge.handle({"jsonrpc": "2.0", "id": 2, "method": method, "params": SAMPLES[method]})
-            assert answer is not None and "result" in answer, answer
+            assert answer is not None
+            assert "result" in answer, answer
             schema.check(result_definition, answer["result"])
 
 
