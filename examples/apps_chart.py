@@ -85,9 +85,9 @@ function draw(data) {
   document.getElementById("title").textContent = data.title || "";
   series = data.series || series;
   document.getElementById("refresh").disabled = !series;
-  // Tell the host: a log line (MCP's notifications/message) and the size drawn.
-  notify("notifications/message", {level: "info", logger: "chart", data: `drew ${bars.length} bars of ${series}`});
+  // Tell the host the size drawn, then log it (MCP's notifications/message).
   notify("ui/notifications/size-changed", {width: 600, height: 344});
+  notify("notifications/message", {level: "info", logger: "chart", data: `drew ${bars.length} bars of ${series}`});
 }
 
 window.addEventListener("message", event => {
