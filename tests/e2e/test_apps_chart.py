@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import runpy
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -158,3 +159,13 @@ async def test_the_chart_view_renders_in_a_browser(tab: tuple[Browser, str], tmp
             assert {t.name for t in listed} == {"chart", "chart_series"}
             assert LlmTools(listed).hidden == ["chart_series"]
             assert [d["function"]["name"] for d in LlmTools(listed).definitions] == ["chart"]
+
+
+def test_the_page_quotes_the_example_verbatim() -> None:
+    """docs/apps.md quotes examples/apps_chart.py: each quoted block is in the file as is."""
+    page = (ROOT / "docs" / "apps.md").read_text(encoding="utf-8")
+    source = EXAMPLE.read_text(encoding="utf-8")
+    quoted = re.findall(r"<!-- not-run: [^>]*quoted from[^>]*examples/apps_chart\.py[^>]*-->\n```\w+\n(.*?)```", page, re.DOTALL)
+    assert len(quoted) == 3, quoted
+    for block in quoted:
+        assert block in source, block
