@@ -1,5 +1,5 @@
 """The host's side of the MCP Apps extension (docs/apps.md): a tool's view read from the
-server (:func:`read_tool_ui`, behind :meth:`Client.tool_ui <mcpkit.Client.tool_ui>`), and
+server (:func:`read_tool_ui`, behind :meth:`~mcpkit.Client.tool_ui`), and
 :class:`AppBridge`, which answers what a view sends its host over ``postMessage``:
 ``ui/initialize`` and the other ``ui/*`` requests by the host's callbacks, ``tools/call``
 and ``resources/read`` forwarded to the server through the client (a tool whose
@@ -147,7 +147,7 @@ class AppBridge:
     """One view's host: what the view sends (:meth:`handle`), what the host sends it.
 
     ``client`` reaches the view's server (a :class:`~mcpkit.Client`); ``ui`` is the view
-    (:meth:`Client.tool_ui <mcpkit.Client.tool_ui>`). ``host_info`` and ``host_context``
+    (:meth:`~mcpkit.Client.tool_ui`). ``host_info`` and ``host_context``
     go in the answer to ``ui/initialize`` (the context's ``toolInfo`` and display modes
     are filled in when not given). The callbacks, sync or async, are the host's: each
     one set is advertised in the host capabilities, and a view's request for one not set
