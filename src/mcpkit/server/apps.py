@@ -6,14 +6,14 @@ exists and is a view, visibilities the extension knows). The wire types are
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from ..protocol.apps import RESOURCE_URI_META_KEY, UI_MIME_TYPE, UI_SCHEME, VISIBILITIES, UiCsp, UiPermissions, UiResourceMeta
 
-__all__ = ["ui_resource_meta", "check_ui_uri", "tool_meta_with_ui", "is_ui_resource"]
+__all__ = ["ui_resource_meta", "check_ui_uri", "tool_meta_with_ui", "is_ui_resource", "relinked_tool_meta"]
 
 
 def check_ui_uri(uri: str) -> None:
@@ -91,3 +91,23 @@ def is_ui_resource(resource: Any) -> bool:
     """Whether the wire ``Resource`` ``resource`` is a view: a ``ui://`` URI and the MCP
     Apps MIME type."""
     return str(getattr(resource, "uri", "")).startswith(UI_SCHEME) and getattr(resource, "mime_type", None) == UI_MIME_TYPE
+
+
+def relinked_tool_meta(meta: dict[str, Any] | None, rename: Callable[[str], str | None]) -> dict[str, Any] | None:
+    """A tool's ``_meta`` with its view's URI (nested and flat) as ``rename`` gives it —
+    a mount's prefix (:mod:`.mount`), so that the link follows the resource it names;
+    ``meta`` itself when it links to no view or ``rename`` has no new URI."""
+    if not isinstance(meta, dict):
+        return meta
+    nested = meta.get("ui")
+    out = dict(meta)
+    if isinstance(nested, dict) and isinstance(nested.get("resourceUri"), str):
+        renamed = rename(nested["resourceUri"])
+        if renamed is not None:
+            out["ui"] = {**nested, "resourceUri": renamed}
+    flat = meta.get(RESOURCE_URI_META_KEY)
+    if isinstance(flat, str):
+        renamed = rename(flat)
+        if renamed is not None:
+            out[RESOURCE_URI_META_KEY] = renamed
+    return out if out != meta else meta

@@ -396,3 +396,24 @@ def test_app_only_tools_are_not_offered_to_a_model() -> None:
     assert offered.hidden == ["refresh"]
     (call,) = offered.calls({"content": [{"type": "tool_use", "id": "1", "name": "refresh", "input": {}}]})
     assert call.error is not None
+
+
+async def test_a_mounted_servers_tools_keep_their_link() -> None:
+    """A mount prefixes resource URIs (``ui://p/chart/view.html``); the links of the mounted
+    tools follow, and the view is read through the parent."""
+    outer = Server("outer")
+    outer.mount(_server(), prefix="p")
+    async with Client(outer, ClientOptions(apps=True)) as client:
+        assert client.server_capabilities["extensions"] == {apps.APPS_EXTENSION: {}}
+        tools = {t.name: t for t in await client.list_all_tools()}
+        assert tools["p_chart"].meta["ui"] == {"resourceUri": "ui://p/chart/view.html"}
+        assert tools["p_chart"].meta[apps.RESOURCE_URI_META_KEY] == "ui://p/chart/view.html"
+        assert tools["p_refresh"].meta["ui"] == {"resourceUri": "ui://p/chart/view.html", "visibility": ["app"]}
+        assert tools["p_plain"].meta is None or "ui" not in tools["p_plain"].meta
+        ui = await client.tool_ui("p_chart")
+        assert ui is not None
+        assert (ui.uri, ui.html, ui.meta.prefers_border) == ("ui://p/chart/view.html", VIEW, True)
+        bridge = AppBridge(client, ui)
+        answer = await bridge.handle(_request(1, "tools/call", {"name": "p_refresh", "arguments": {"series": "x"}}))
+        assert answer is not None
+        assert answer["result"]["content"] == [{"type": "text", "text": "fresh x"}]
