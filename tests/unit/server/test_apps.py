@@ -417,3 +417,13 @@ async def test_a_mounted_servers_tools_keep_their_link() -> None:
         answer = await bridge.handle(_request(1, "tools/call", {"name": "p_refresh", "arguments": {"series": "x"}}))
         assert answer is not None
         assert answer["result"]["content"] == [{"type": "text", "text": "fresh x"}]
+
+
+def test_the_blocking_client_reads_a_view_too() -> None:
+    from mcpkit import SyncClient
+
+    with SyncClient(_server(), ClientOptions(apps=True)) as client:
+        ui = client.tool_ui("chart")
+        assert ui is not None
+        assert ui.html == VIEW
+        assert client.tool_ui("plain") is None
