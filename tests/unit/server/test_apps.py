@@ -427,3 +427,15 @@ def test_the_blocking_client_reads_a_view_too() -> None:
         assert ui is not None
         assert ui.html == VIEW
         assert client.tool_ui("plain") is None
+
+
+async def test_a_proxy_passes_the_views_through() -> None:
+    from mcpkit import Proxy
+
+    proxy = Proxy(_server())
+    async with Client(proxy, ClientOptions(apps=True)) as client:
+        assert client.server_capabilities["extensions"] == {apps.APPS_EXTENSION: {}}
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        assert (ui.html, ui.meta.prefers_border) == (VIEW, True)
+        assert LlmTools(await client.list_all_tools()).hidden == ["refresh"]
