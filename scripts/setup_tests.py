@@ -8,11 +8,12 @@ this script. What it installs:
 
 1. Debian's packages, with ``apt-get`` when the command is missing and this runs as root
    (as CI does; otherwise it says which to install): ``chromium`` (the docs site opened in
-   a headless browser, tests/docs/test_site.py), ``redis-server`` and ``haproxy`` (several
-   nodes, tests/nodes/), ``nodejs`` and ``npm`` (the npm peers below).
+   a headless browser, tests/docs/test_site.py, and the MCP Apps example's view,
+   tests/e2e/test_apps_chart.py), ``redis-server`` and ``haproxy`` (several nodes,
+   tests/nodes/), ``nodejs`` and ``npm`` (the npm peers below).
 2. The npm peers of the interop tests, pinned in tests/support/peers.py: server-everything
    and the TypeScript SDK into ``.cache/peers``; the MCP Inspector and the Node 22 it needs
-   into ``.cache/inspector``.
+   into ``.cache/inspector``; the MCP Apps package (its JSON Schema) into ``.cache/ext-apps``.
 3. The official conformance suite and its Node 22, pinned with their dependencies in
    scripts/conformance/package-lock.json, into ``.cache/conformance/npm`` (``npm ci``; again
    when the lock file changed), for scripts/conformance.sh. ``CONFORMANCE_CACHE`` moves it.

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import pytest
 
-from support.peers import everything, inspector, node
+from support.peers import apps_schema, everything, inspector, node
 
-__all__ = ["everything", "inspector", "node"]  # session fixtures of the interop tests
+__all__ = ["apps_schema", "everything", "inspector", "node"]  # session fixtures of the interop tests
 
 TESTS = Path(__file__).resolve().parent
 

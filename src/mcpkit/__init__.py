@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
         JWTVerifier as JWTVerifier,
         VerifierUnavailable as VerifierUnavailable,
     )
+    from .client.apps import AppBridge as AppBridge, ToolUi as ToolUi
     from .client.client import Client as Client
     from .client.events import (
         AttemptStarted as AttemptStarted,
@@ -59,6 +60,14 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .host.llm import LlmTools as LlmTools, ToolCall as ToolCall
     from .host.member import ServerState as ServerState
     from .host.names import NameCollision as NameCollision
+    from .protocol.apps import (
+        APPS_EXTENSION as APPS_EXTENSION,
+        UI_MIME_TYPE as UI_MIME_TYPE,
+        UiCsp as UiCsp,
+        UiHostContext as UiHostContext,
+        UiPermissions as UiPermissions,
+        UiResourceMeta as UiResourceMeta,
+    )
     from .protocol.errors import (
         INTERNAL_ERROR as INTERNAL_ERROR,
         INVALID_PARAMS as INVALID_PARAMS,
@@ -175,6 +184,10 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".host.member": ("ServerState",),
         ".host.names": ("NameCollision",),
         ".host.llm": ("LlmTools", "ToolCall"),
+    },
+    "MCP Apps (docs/apps.md)": {
+        ".protocol.apps": ("APPS_EXTENSION", "UI_MIME_TYPE", "UiCsp", "UiPermissions", "UiResourceMeta", "UiHostContext"),
+        ".client.apps": ("ToolUi", "AppBridge"),
     },
     "proxies (docs/howto/proxies.md)": {
         ".proxy.proxy": ("Proxy", "proxy_of"),

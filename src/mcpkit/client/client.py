@@ -12,9 +12,10 @@ from types import TracebackType
 from typing import Any, Literal
 
 from ..protocol.tasks import Task
-from ..protocol.types import DiscoverResult, Implementation, Root
+from ..protocol.types import DiscoverResult, Implementation, Root, Tool
 from ..runtime.peer import ProgressCallback
 from ..transports.base import Servable, Transport
+from .apps import ToolUi, read_tool_ui
 from .features import FeatureRequests
 from .options import ClientOptions, RequestOptions
 from .retry import RetryPolicy
@@ -150,6 +151,17 @@ class Client(FeatureRequests):
         also fill in :attr:`server_info`, :attr:`server_capabilities` and
         :attr:`instructions` (in either era). Raises as every typed call does."""
         return await self._session.discover(timeout, retry)
+
+    # --- MCP Apps (docs/apps.md) ------------------------------------------------------------------
+
+    async def tool_ui(self, tool: Tool | str, *, timeout: float | None = None) -> ToolUi | None:
+        """The view a host renders for ``tool`` (a listed ``Tool`` or a tool's name): its
+        HTML, read with ``resources/read``, and its ``_meta.ui`` (CSP origins,
+        permissions, domain, border), as a :class:`~mcpkit.ToolUi`; None for a tool
+        without one. Hand it to an :class:`~mcpkit.AppBridge` to answer the view. Raises
+        ``KeyError`` for a name the server does not list, ``ValueError`` for a view that
+        is not a ``text/html;profile=mcp-app`` page, and as every typed call does."""
+        return await read_tool_ui(self, tool, timeout=timeout)
 
     # --- tasks (docs/tasks.md) ------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._version import __version__
+from ..protocol.apps import UI_MIME_TYPE, with_apps_declared
 from ..protocol.interactive import CreateMessageParams, ElicitRequestParams
 from ..protocol.tasks import with_tasks_declared
 from ..protocol.types import LOG_LEVELS, Implementation, LogLevel, Root
@@ -79,6 +80,10 @@ class ClientOptions:
     ``_meta``; None (default) traces when the application has set a tracer provider, True
     always (``ImportError`` without ``mcpkit[otel]``), False never; a ``TracerProvider``
     traces with that provider instead of the global one.
+
+    ``apps`` (docs/apps.md): declare the MCP Apps extension, in either era, with the view
+    MIME types this client renders: True for ``text/html;profile=mcp-app``, or the types
+    themselves; False (default) declares nothing, and servers may leave their views out.
     """
 
     request_timeout: float = 30.0
@@ -104,6 +109,7 @@ class ClientOptions:
     tasks: bool = True
     tracing: TracingOption = None
     on_roots: RootsHandler | None = None  # last: the fields before it keep their positions
+    apps: bool | tuple[str, ...] = False
 
     def __post_init__(self) -> None:
         check_tracing(self.tracing)
@@ -123,11 +129,15 @@ class ClientOptions:
             raise ValueError("elicitation_modes must name 'form', 'url' or both")
         if self.max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
+        if not isinstance(self.apps, bool) and (
+            not isinstance(self.apps, tuple) or not self.apps or not all(isinstance(t, str) and t for t in self.apps)
+        ):
+            raise ValueError("apps is True, False or a tuple of MIME types")
 
     def capabilities_to_declare(self, *, modern: bool = False) -> dict[str, Any]:
         """The client capabilities to announce, in either era: ``capabilities`` plus
-        those the callbacks and ``roots`` imply, and (``modern``) the tasks extension
-        unless ``tasks`` is False."""
+        those the callbacks and ``roots`` imply, the MCP Apps extension with ``apps``,
+        and (``modern``) the tasks extension unless ``tasks`` is False."""
         caps = dict(self.capabilities)
         if self.roots is not None or self.on_roots is not None:
             caps.setdefault("roots", {"listChanged": True})
@@ -137,6 +147,11 @@ class ClientOptions:
             caps.setdefault("sampling", {"tools": {}} if self.sampling_tools else {})
         if modern and self.tasks:
             caps = with_tasks_declared(caps)
+        if self.apps is True:
+            caps = with_apps_declared(caps, {"mimeTypes": [UI_MIME_TYPE]})
+        elif self.apps:
+            mime_types = list(self.apps)
+            caps = with_apps_declared(caps, {"mimeTypes": mime_types})
         return caps
 
 

@@ -31,6 +31,7 @@ from ..protocol.types import (
 )
 from ..runtime.peer import ProgressCallback
 from ..transports.base import Servable, Transport
+from .apps import ToolUi
 from .client import Client
 from .options import ClientOptions, RequestOptions
 from .retry import RetryPolicy
@@ -218,6 +219,10 @@ class SyncClient:
     def list_all_tools(self, *, max_pages: int = 100) -> list[Tool]:
         """:meth:`Client.list_all_tools`, blocking."""
         return self._runner.run(self._client.list_all_tools(max_pages=max_pages))
+
+    def tool_ui(self, tool: Tool | str, *, timeout: float | None = None) -> ToolUi | None:
+        """:meth:`Client.tool_ui`, blocking: the tool's view (docs/apps.md)."""
+        return self._runner.run(self._client.tool_ui(tool, timeout=timeout))
 
     def call_tool(
         self,

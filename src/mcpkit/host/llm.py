@@ -55,6 +55,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from ..protocol.apps import visible_to_model
 from ..protocol.content import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from ..protocol.types import CallToolResult, Tool
 
@@ -100,13 +101,20 @@ class LlmTools:
     request's ``tools``; :meth:`calls` reads the model's tool calls from its response;
     :meth:`result` makes the item that gives a call's result back. Raises ``ValueError``
     for an unknown format.
+
+    A tool whose MCP Apps visibility leaves out the model (``_meta.ui.visibility:
+    ["app"]``: only its server's views may call it, docs/apps.md) is left out, its name
+    kept in :attr:`hidden`.
     """
 
     def __init__(self, tools: Iterable[Tool], format: ToolFormat = "openai") -> None:
         if format not in FORMATS:
             raise ValueError(f"unknown tool format {format!r}: expected one of {', '.join(FORMATS)}")
         self.format: ToolFormat = format
-        self.tools: list[Tool] = list(tools)
+        offered = list(tools)
+        self.tools: list[Tool] = [tool for tool in offered if visible_to_model(tool)]
+        #: The tools left out because only views may use them (MCP Apps).
+        self.hidden: list[str] = [tool.name for tool in offered if not visible_to_model(tool)]
         #: The tool definitions, for the request's ``tools``.
         self.definitions: list[dict[str, Any]] = []
         #: Tool name -> what was changed to fit the format (only tools that were changed).

@@ -44,6 +44,7 @@ from typing import Any, Final
 import msgspec
 
 from ..client.options import ClientOptions
+from ..protocol.apps import APPS_EXTENSION
 from ..protocol.eras import BY_NAME
 from ..protocol.errors import INTERNAL_ERROR, McpError, flatten_text
 from ..protocol.headers import HeaderRules, x_mcp_header_map
@@ -124,6 +125,9 @@ class RemoteFeatures:
             await primary.client.discover()
         caps = primary.client.server_capabilities
         self._capabilities = {name: caps[name] for name in _FEATURES if name in caps}
+        extensions = caps.get("extensions")
+        if isinstance(extensions, dict) and APPS_EXTENSION in extensions:  # its views pass through (docs/apps.md)
+            self._capabilities["extensions"] = {APPS_EXTENSION: {}}
         self._runs_tasks = not self._upstream_is_legacy() and declares_tasks(caps)
         if "resources" in self._capabilities:
             self._capabilities["resources"] = {"subscribe": True, "listChanged": True}

@@ -59,6 +59,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
+from .apps import relinked_tool_meta
 from .context import Context, mounted_context
 from .filters import Selection
 from .lifespan import LifespanRunner
@@ -178,7 +179,10 @@ class Mount:
             return None
         if self.prefix is None:
             return item
-        if kind in ("tool", "prompt"):
+        if kind == "tool":  # a view it links to is renamed as the resource is (docs/apps.md)
+            meta = relinked_tool_meta(item.meta, lambda uri: self.public("resource", uri))
+            return msgspec.structs.replace(item, name=self.public(kind, item.name), meta=meta)
+        if kind == "prompt":
             return msgspec.structs.replace(item, name=self.public(kind, item.name))
         field = "uri" if kind == "resource" else "uri_template"
         renamed = self.public(kind, getattr(item, field))

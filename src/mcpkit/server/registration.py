@@ -8,13 +8,16 @@ for by annotation; describing a function as a tool, prompt or resource is the wo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
+from ..protocol.apps import UI_MIME_TYPE, UiCsp, UiPermissions
 from ..protocol.types import Icon, ToolAnnotations
+from .apps import check_ui_uri, is_ui_resource, tool_meta_with_ui, ui_resource_meta
 from .definitions.options import ToolOptions
 from .definitions.prompts import PromptDef
-from .definitions.resources import TemplateDef, resource_from_function
+from .definitions.resources import ResourceDef, TemplateDef, resource_from_function
 from .definitions.tools import tool_from_function, tool_from_schema
 from .filters import with_tags
 from .injection import Provider, callable_name
@@ -91,6 +94,8 @@ class Registration:
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         timeout: float | None = None,
         task: bool | Literal["optional", "required", "deferred"] = False,
+        ui: str | None = None,
+        visibility: Sequence[Literal["model", "app"]] | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -109,6 +114,8 @@ class Registration:
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         timeout: float | None = None,
         task: bool | Literal["optional", "required", "deferred"] = False,
+        ui: str | None = None,
+        visibility: Sequence[Literal["model", "app"]] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a function as a tool (``@server.tool``, ``@server.tool(...)``, or
         ``@server.tool("name", ...)``: a name given first is ``name``).
@@ -130,6 +137,12 @@ class Registration:
         Raises ``TypeError`` if the signature cannot be described as JSON Schema and
         ``ValueError`` if a tool of that name exists, ``timeout`` is not positive or
         ``task`` is not one of those values.
+
+        ``ui`` links the tool to a view (docs/apps.md): the ``ui://`` URI of a resource
+        registered before with :meth:`~Server.ui_resource` or :meth:`~Server.add_ui`
+        (``ValueError`` if there is none); ``visibility`` says who may use the tool,
+        ``["model"]``, ``["app"]`` (only the server's views: hosts leave it out of the
+        model's tool list) or both (the default).
         """
         if isinstance(fn, str):
             name = _one_name(fn, name)
@@ -140,13 +153,14 @@ class Registration:
             description=description,
             annotations=annotations,
             structured_output=structured_output,
-            meta=with_tags(meta, tags),
+            meta=with_tags(tool_meta_with_ui(meta, ui, visibility), tags),
             icons=icons,
             timeout=timeout,
             task=task_mode(task),
         )
 
         def register(f: F) -> F:
+            self._check_view(ui, name or callable_name(f))
             td = tool_from_function(f, options, self._providers)
             self._add_scopes("tool", td.name, scopes)
             self._registry.add_tool(td)
@@ -170,18 +184,21 @@ class Registration:
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         timeout: float | None = None,
         task: bool | Literal["optional", "required", "deferred"] = False,
+        ui: str | None = None,
+        visibility: Sequence[Literal["model", "app"]] | None = None,
     ) -> None:
         """Register a tool from a raw JSON Schema (2020-12 unless ``$schema`` says
         otherwise). ``handler(arguments)`` or ``handler(arguments, ctx)`` receives the
-        validated arguments dict; ``task`` and ``tags`` as for :meth:`~Server.tool`. Raises
-        ``ValueError`` for an invalid schema or a duplicate name."""
+        validated arguments dict; ``task``, ``tags``, ``ui`` and ``visibility`` as for
+        :meth:`~Server.tool`. Raises ``ValueError`` for an invalid schema or a duplicate name."""
+        self._check_view(ui, name)
         options = ToolOptions(
             name=name,
             title=title,
             description=description,
             annotations=annotations,
             output_schema=output_schema,
-            meta=with_tags(meta, tags),
+            meta=with_tags(tool_meta_with_ui(meta, ui, visibility), tags),
             icons=icons,
             timeout=timeout,
             task=task_mode(task),
@@ -267,6 +284,120 @@ class Registration:
             return fn
 
         return register
+
+    def ui_resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: UiCsp | Mapping[str, Sequence[str]] | None = None,
+        permissions: UiPermissions | Iterable[str] | None = None,
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a view of the MCP Apps extension (docs/apps.md): a resource at the
+        ``ui://`` ``uri`` whose handler returns the HTML page a host renders, served as
+        ``text/html;profile=mcp-app``. The server declares the extension from then on.
+
+        ``csp`` lists the origins the page needs, by kind (``connectDomains``,
+        ``resourceDomains``, ``frameDomains``, ``baseUriDomains``; none: the host's
+        restrictive default); ``permissions`` the browser features it asks for
+        (``"camera"``, ``"microphone"``, ``"geolocation"``, ``"clipboardWrite"``);
+        ``domain`` a dedicated sandbox origin (its format is the host's);
+        ``prefers_border`` whether the host should frame it. They are the ``_meta.ui``
+        of the listing and of the contents read. ``scopes``, ``tags`` as for
+        :meth:`~Server.tool`. Raises ``ValueError`` for a URI that is not a fixed
+        ``ui://`` URI, a duplicate one, an unknown CSP field or permission."""
+        check_ui_uri(uri)
+        ui_meta = ui_resource_meta(csp=csp, permissions=permissions, domain=domain, prefers_border=prefers_border)
+        if meta is not None and "ui" in meta:
+            raise ValueError("give the view's _meta.ui with csp=, permissions=, domain= and prefers_border=, not in meta")
+        listed = {**(meta or {}), "ui": ui_meta} if ui_meta is not None else meta
+
+        def register(fn: F) -> F:
+            self._add_scopes("resource", uri, scopes)
+            definition = resource_from_function(
+                uri,
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=UI_MIME_TYPE,
+                size=None,
+                meta=with_tags(listed, tags),
+                icons=icons,
+                providers=self._providers,
+            )
+            assert isinstance(definition, ResourceDef)  # a ui:// URI has no placeholders
+            definition.contents_meta = {"ui": ui_meta} if ui_meta is not None else None
+            self._registry.add_resource(definition)
+            return fn
+
+        return register
+
+    def add_ui(
+        self,
+        uri: str,
+        html: str | Path,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: UiCsp | Mapping[str, Sequence[str]] | None = None,
+        permissions: UiPermissions | Iterable[str] | None = None,
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Register a view whose page is ``html``: the page itself, or a ``Path`` read
+        (UTF-8) at each ``resources/read``. Options and errors as for
+        :meth:`~Server.ui_resource`; the name defaults to the URI's last segment."""
+        page = html
+
+        def read() -> str:
+            return page.read_text(encoding="utf-8") if isinstance(page, Path) else page
+
+        default_name = uri[len("ui://") :].rstrip("/").rsplit("/", 1)[-1] or uri
+        register = self.ui_resource(
+            uri,
+            name=name or default_name,
+            title=title,
+            description=description,
+            csp=csp,
+            permissions=permissions,
+            domain=domain,
+            prefers_border=prefers_border,
+            meta=meta,
+            scopes=scopes,
+            tags=tags,
+            icons=icons,
+        )
+        register(read)
+
+    def _check_view(self, ui: str | None, tool: str) -> None:
+        """Raises ``ValueError`` unless ``ui`` (when given) is a view registered here."""
+        if ui is None:
+            return
+        check_ui_uri(ui)
+        registry = self._registry
+        found = registry.resources.get(ui) or registry.disabled.get(("resource", ui))
+        label = f"tool {tool!r}"
+        if found is None:
+            raise ValueError(
+                f"{label} links to the UI resource {ui!r}, which is not registered:"
+                " register it first (server.ui_resource or server.add_ui)"
+            )
+        if not is_ui_resource(found.resource):
+            raise ValueError(f"{label} links to {ui!r}, which is not served as {UI_MIME_TYPE}")
 
     @overload
     def prompt(self, fn: F, /) -> F: ...

@@ -19,10 +19,12 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
+from ..protocol.apps import APPS_EXTENSION, tool_resource_uri
 from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
-from ..protocol.tasks import TASKS_EXTENSION
+from ..protocol.tasks import with_tasks_declared
 from ..stores.tasks import InMemoryTaskStore
+from .apps import is_ui_resource
 from .changes import ChangeHub
 from .context import Call, Context
 from .definitions.prompts import PromptDef
@@ -286,6 +288,8 @@ class Registry:
         """Remove the tool, resource, template (by its URI template) or prompt ``key``,
         enabled or not. Raises ``KeyError`` if there is none."""
         table = self._table(kind)
+        if kind == "resource":
+            self._check_unlinked(key)
         if self.disabled.pop((kind, key), None) is not None:
             return  # a disabled one is in no list: nothing changes for clients
         if kind == "template":
@@ -298,6 +302,13 @@ class Registry:
         if kind == "tool":
             self._header_rules.pop(key, None)
         self.announce(_LIST_OF[kind])
+
+    def _check_unlinked(self, uri: str) -> None:
+        """Raises ``ValueError`` if a tool here links to the view ``uri`` (docs/apps.md)."""
+        tools = [*self.tools.values(), *(td for (kind, _), td in self.disabled.items() if kind == "tool")]
+        linked = sorted(td.name for td in tools if tool_resource_uri(td.tool) == uri)
+        if linked:
+            raise ValueError(f"the UI resource {uri!r} is linked to by the tools {linked}: remove them first")
 
     def set_enabled(self, kind: str, key: str, enabled: bool) -> None:
         """Enable or disable a feature; a disabled one is in no list and unknown to
@@ -565,6 +576,8 @@ class Registry:
             caps["prompts"] = {"listChanged": True}
         if self.completions or self.prompts or self.templates:
             caps["completions"] = {}
+        if self.serves_views():  # MCP Apps, in both eras (docs/apps.md)
+            caps["extensions"] = {APPS_EXTENSION: {}}
         if self.remote is not None:
             for name, value in self.remote.capabilities.items():
                 caps.setdefault(name, value)
@@ -579,8 +592,14 @@ class Registry:
         tool runs as one (docs/tasks.md)."""
         caps = self.capabilities
         if self.runs_tasks():
-            caps["extensions"] = {TASKS_EXTENSION: {}}
+            caps = with_tasks_declared(caps)
         return caps
+
+    def serves_views(self) -> bool:
+        """Whether a view of the MCP Apps extension (a ``ui://`` resource served as
+        ``text/html;profile=mcp-app``) is registered here or mounted, enabled or not."""
+        resources = [*self.resources.values(), *(rd for (kind, _), rd in self.disabled.items() if kind == "resource")]
+        return any(is_ui_resource(rd.resource) for rd in resources) or any(m.registry.serves_views() for m in self.mounts)
 
     def runs_tasks(self) -> bool:
         """Whether a tool, here or mounted (or the remote server's), enabled or not, may

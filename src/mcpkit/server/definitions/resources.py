@@ -49,6 +49,9 @@ class ResourceDef:
     def __init__(self, resource: Resource, fn: Callable[..., Any], providers: dict[type, Provider] | None = None) -> None:
         self.resource = resource
         self.handler = FunctionHandler(fn, providers)
+        #: ``_meta`` every content item read gets, where the handler's value has none (a
+        #: view's ``_meta.ui``: docs/apps.md).
+        self.contents_meta: dict[str, Any] | None = None
 
 
 class TemplateDef:

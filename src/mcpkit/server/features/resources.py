@@ -63,7 +63,11 @@ async def read_resource(reg: Registry, ctx: Context, call: Call, params: ReadRes
             # grades the legacy -32002 as a warning for every revision (docs/errors.md).
             raise McpError(INVALID_PARAMS, "Resource not found", {"uri": echo(uri)})
     value = await handler(ctx, dict(kwargs))
-    return ReadResourceResult(contents=to_contents(value, uri, mime))
+    contents = to_contents(value, uri, mime)
+    extra = rd.contents_meta if rd is not None else None
+    if extra is not None:  # a view's _meta.ui (docs/apps.md), unless the handler gave its own
+        contents = [c if c.meta is not None else msgspec.structs.replace(c, meta=dict(extra)) for c in contents]
+    return ReadResourceResult(contents=contents)
 
 
 async def _read_mounted(routed: tuple[Mounted, str], ctx: Context, call: Call, params: ReadResourceParams) -> ReadResourceResult:
