@@ -11,10 +11,10 @@ the rule of the suite's own ``--expected-failures`` baseline; an entry
 nothing else. A check the suite SKIPPED counts too, unless EXPECTED_SKIPS (same format)
 lists it: a scenario skipped for lack of support is a failure, and only a skip the suite
 makes whatever the implementation does (a check that does not apply to the revision, or
-one the suite's own harness cannot run yet) is listed, with its reason. Prints, per leg, the suite's totals and what was expected, unexpected
-or stale, with the suite's messages for the unexpected ones; exits 1 if anything
-failed unexpectedly or a listed entry passed, 2 for a malformed list or a leg
-whose results are missing.
+one the suite's own harness cannot run yet) is listed, with its reason. Prints, per leg,
+the suite's totals and what was expected, unexpected or stale, with the suite's messages
+for the unexpected ones; exits 1 if anything failed unexpectedly or a listed entry
+passed, 2 for a malformed list or a leg whose results are missing.
 """
 
 from __future__ import annotations
