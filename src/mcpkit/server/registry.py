@@ -21,6 +21,7 @@ import msgspec
 
 from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
+from ..protocol.skills import SKILLS_EXTENSION
 from ..protocol.tasks import TASKS_EXTENSION
 from ..stores.tasks import InMemoryTaskStore
 from .changes import ChangeHub
@@ -30,6 +31,7 @@ from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
 from .session import Session
 from .settings import Settings
+from .skills import SkillCatalog
 from .tasks import TaskManager
 from .transform import ToolTransform, Transforms
 
@@ -210,6 +212,8 @@ class Registry:
         self.remote: Remote | None = None
         #: Tools offered transformed, in place of their sources (server/transform.py).
         self.transforms = Transforms()
+        #: The skills served (server/skills.py); their files are in :attr:`resources`.
+        self.skills = SkillCatalog(self)
 
     # --- what changed, announced here and where this registry is mounted -------------------------
 
@@ -576,10 +580,16 @@ class Registry:
     @property
     def modern_capabilities(self) -> dict[str, Any]:
         """:attr:`capabilities`, plus the extensions of the 2026-07-28 era: tasks, when a
-        tool runs as one (docs/tasks.md)."""
+        tool runs as one (docs/tasks.md); skills, when some are served (docs/skills.md),
+        with ``directoryRead`` when ``resources/directory/read`` is."""
         caps = self.capabilities
+        extensions: dict[str, Any] = {}
         if self.runs_tasks():
-            caps["extensions"] = {TASKS_EXTENSION: {}}
+            extensions[TASKS_EXTENSION] = {}
+        if self.skills:
+            extensions[SKILLS_EXTENSION] = {"directoryRead": True} if self.skills.directory_read else {}
+        if extensions:
+            caps["extensions"] = extensions
         return caps
 
     def runs_tasks(self) -> bool:
