@@ -157,10 +157,7 @@ async def test_reconnection(ctx: Context) -> str:
     Last-Event-ID and gets the result from the stored stream (SSE polling, SEP-1699)."""
     await ctx.close_sse_stream()
     await asyncio.sleep(0.1)  # the result comes after the connection has gone
-    return (
-        "Reconnection test completed successfully. If you received this, "
-        "the client properly reconnected after stream closure."
-    )
+    return "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."
 
 
 @server.tool

@@ -376,9 +376,7 @@ class Registration:
         description, a prefix or path that is not plain relative segments, frontmatter
         JSON cannot carry, a skill over the limits, a URI served already, or a skill
         that would hold another or sit inside one."""
-        definition = skill_from_code(
-            name, description, instructions, files=files, frontmatter=frontmatter, prefix=prefix
-        )
+        definition = skill_from_code(name, description, instructions, files=files, frontmatter=frontmatter, prefix=prefix)
         self._registry.skills.add([definition])
         return definition.uri
 

@@ -20,17 +20,14 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..protocol.content import Resource, ResourceContents
 from ..protocol.skills import DIRECTORY_MIME_TYPE, DYNAMIC, Skill, SkillResource
 from .definitions.resources import ResourceDef
 from .definitions.skills import SkillDef, SkillFile, directory_resource, generated, load_directory
 
-if TYPE_CHECKING:
-    from .registry import Registry
-
-__all__ = ["SkillCatalog"]
+__all__ = ["SkillCatalog", "Owner"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -54,10 +51,21 @@ def _reader(file: SkillFile) -> Callable[[], Any]:
     return dynamic
 
 
+class Owner(Protocol):
+    """What the catalog needs of its registry (:class:`~.registry.Registry`)."""
+
+    resources: dict[str, ResourceDef]
+    disabled: dict[tuple[str, str], Any]
+
+    def announce(self, kind: str) -> None: ...
+
+    def resource_updated(self, uri: str) -> None: ...
+
+
 class SkillCatalog:
     """The skills of one registry, and the directories they were read from."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Owner) -> None:
         self._registry = registry
         #: The skills, by the URI of their SKILL.md.
         self.skills: dict[str, SkillDef] = {}
@@ -126,9 +134,7 @@ class SkillCatalog:
                 if d.source is not None and other.source is not None and _same_tree(d, other):
                     continue
                 if _inside(d.root, other.root) or _inside(other.root, d.root):
-                    raise ValueError(
-                        f"skill {d.uri} and skill {other.uri} would nest; only the skills of one directory may nest"
-                    )
+                    raise ValueError(f"skill {d.uri} and skill {other.uri} would nest; only the skills of one directory may nest")
         for i, d in enumerate(defs):
             for other in defs[i + 1 :]:
                 if d.source is None and (_inside(d.root, other.root) or _inside(other.root, d.root)):
@@ -216,5 +222,6 @@ def _inside(uri: str, root: str) -> bool:
 
 def _same_tree(a: SkillDef, b: SkillDef) -> bool:
     """Whether ``a`` and ``b`` were read from one directory tree (one within the other)."""
-    assert a.source is not None and b.source is not None
+    assert a.source is not None
+    assert b.source is not None
     return a.source.is_relative_to(b.source) or b.source.is_relative_to(a.source)

@@ -97,6 +97,10 @@ _MIME: Final = {
 }
 
 
+#: The ``application/`` (and ``image/``) subtypes that are text.
+_TEXT_SUBTYPES: Final = frozenset({"json", "yaml", "x-yaml", "xml", "toml", "javascript", "x-sh", "x-python", "svg+xml"})
+
+
 @dataclass(frozen=True)
 class SkillFile:
     """One file of a skill: its URI and wire description, and its bytes (a static
@@ -113,15 +117,26 @@ class SkillFile:
         return digest_of(self.data)
 
     def contents(self, data: bytes | None = None) -> ResourceContents:
-        """The file as ``resources/read`` returns it: text when its bytes are UTF-8 (so
-        that the text, encoded again, is those bytes exactly), else base64."""
+        """The file as ``resources/read`` returns it: text when its media type is a text
+        one and its bytes are UTF-8 (so that the text, encoded again, is those bytes
+        exactly: no newline or BOM is touched), else base64 of the bytes."""
         raw = self.data if data is None else data
         assert raw is not None
         mime = self.resource.mime_type
-        try:
-            return ResourceContents(uri=self.uri, mime_type=mime, text=raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            return ResourceContents(uri=self.uri, mime_type=mime, blob=base64.b64encode(raw).decode("ascii"))
+        if textual(mime):
+            try:
+                return ResourceContents(uri=self.uri, mime_type=mime, text=raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                pass
+        return ResourceContents(uri=self.uri, mime_type=mime, blob=base64.b64encode(raw).decode("ascii"))
+
+
+def textual(mime: str | None) -> bool:
+    """Whether a file of media type ``mime`` is served as text (when it is UTF-8)."""
+    if mime is None:
+        return True
+    kind, _, sub = mime.partition("/")
+    return kind == "text" or sub in _TEXT_SUBTYPES or sub.endswith(("+json", "+xml", "+yaml"))
 
 
 @dataclass
@@ -231,7 +246,7 @@ def parse_frontmatter(text: str, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: the frontmatter of SKILL.md has no closing '---' line")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load("".join(lines[1:end]), Loader=loader)  # noqa: S506 - a safe loader
+        data = yaml.load("".join(lines[1:end]), Loader=loader)  # a safe loader: plain data only
     except yaml.YAMLError as exc:
         raise ValueError(f"{where}: the frontmatter of SKILL.md is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
@@ -290,8 +305,7 @@ def _make_file(root: str, relpath: str, data: bytes | None, generate: Generator 
 def _check_bounds(where: str, count: int, total: int) -> None:
     if count > MAX_RESOURCES_PER_SKILL:
         raise ValueError(
-            f"{where}: the skill has more than {MAX_RESOURCES_PER_SKILL} files (the extension's limit per skill;"
-            " docs/limits.md)"
+            f"{where}: the skill has more than {MAX_RESOURCES_PER_SKILL} files (the extension's limit per skill; docs/limits.md)"
         )
     if total > MAX_SKILL_BYTES:
         raise ValueError(
@@ -342,9 +356,7 @@ def skill_from_code(
             continue
         data = value.encode() if isinstance(value, str) else bytes(value)
         total += len(data)
-        out.append(
-            _make_file(root, relpath, None if dynamic else data, _constant(data) if dynamic else None, fm)
-        )
+        out.append(_make_file(root, relpath, None if dynamic else data, _constant(data) if dynamic else None, fm))
     _check_bounds(where, len(out), total)
     return SkillDef(uri=root + "/" + SKILL_MD, root=root, frontmatter=fm, files=out, dynamic=dynamic)
 
