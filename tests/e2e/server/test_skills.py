@@ -291,7 +291,7 @@ async def test_pages_of_skills_and_of_a_directory_follow_their_cursors_and_never
             if "nextCursor" not in page:
                 break
             params = {"cursor": page["nextCursor"]}
-        assert [e["uri"] for e in seen] == [e["uri"] for e in (await call(Server_with(tree), "skills/list"))["skills"]]
+        assert [e["uri"] for e in seen] == [e["uri"] for e in (await call(whole(tree), "skills/list"))["skills"]]
         children: list[str] = []
         params = {"uri": "skill://pdf-processing"}
         while True:
@@ -303,7 +303,8 @@ async def test_pages_of_skills_and_of_a_directory_follow_their_cursors_and_never
         assert len(children) == 6
 
 
-def Server_with(tree: Path) -> Server:  # noqa: N802 - reads as the server it builds
+def whole(tree: Path) -> Server:
+    """The server of ``tree`` with the default page size: every entry on one page."""
     srv = Server("whole")
     srv.add_skills(tree)
     return srv
@@ -409,11 +410,11 @@ def test_a_skill_at_the_limits_is_served(tmp_path: Path) -> None:
 def test_misplaced_directories_and_colliding_uris_are_refused(tmp_path: Path, tree: Path) -> None:
     with pytest.raises(ValueError, match="is not a directory"):
         Server("s").add_skills(tmp_path / "missing")
-    with pytest.raises(ValueError, match="holds a SKILL.md itself"):
+    with pytest.raises(ValueError, match=re.escape("holds a SKILL.md itself")):
         Server("s").add_skills(tree / "acme" / "billing" / "refunds")
     srv = Server("s")
     srv.add_skills(tree)
-    with pytest.raises(ValueError, match="is served at skill://acme/billing/refunds/SKILL.md already"):
+    with pytest.raises(ValueError, match=re.escape("is served at skill://acme/billing/refunds/SKILL.md already")):
         srv.add_skills(tree)
     with pytest.raises(ValueError, match="would nest"):
         srv.add_skill("extra", "x", prefix="pdf-processing")
