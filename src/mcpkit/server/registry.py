@@ -31,7 +31,7 @@ from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
 from .session import Session
 from .settings import Settings
-from .skills import SkillCatalog
+from .skills import SkillCatalog, SkillFileResource
 from .tasks import TaskManager
 from .transform import ToolTransform, Transforms
 
@@ -288,8 +288,10 @@ class Registry:
 
     def remove(self, kind: str, key: str) -> None:
         """Remove the tool, resource, template (by its URI template) or prompt ``key``,
-        enabled or not. Raises ``KeyError`` if there is none."""
+        enabled or not. Raises ``KeyError`` if there is none, ``ValueError`` for a skill's
+        file."""
         table = self._table(kind)
+        self._not_a_skill_file(kind, key)
         if self.disabled.pop((kind, key), None) is not None:
             return  # a disabled one is in no list: nothing changes for clients
         if kind == "template":
@@ -305,8 +307,10 @@ class Registry:
 
     def set_enabled(self, kind: str, key: str, enabled: bool) -> None:
         """Enable or disable a feature; a disabled one is in no list and unknown to
-        calls until enabled again. Raises ``KeyError`` if there is none."""
+        calls until enabled again. Raises ``KeyError`` if there is none, ``ValueError``
+        for a skill's file (its skill's entry lists it: remove the skill instead)."""
         table = self._table(kind)
+        self._not_a_skill_file(kind, key)
         if enabled:
             item = self.disabled.pop((kind, key), None)
             if item is None:
@@ -330,6 +334,10 @@ class Registry:
                 item = table.pop(key)
             self.disabled[(kind, key)] = item
         self.announce(_LIST_OF[kind])
+
+    def _not_a_skill_file(self, kind: str, key: str) -> None:
+        if kind == "resource" and isinstance(self.resources.get(key), SkillFileResource):
+            raise ValueError(f"{key} is a file of a skill: remove the skill (Server.remove_skill) or change it")
 
     def scopes_for(self, method: str, params: Any) -> tuple[str, ...]:
         """The scopes the feature a request names requires: ``params`` is its decoded

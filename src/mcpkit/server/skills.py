@@ -27,7 +27,7 @@ from ..protocol.skills import DIRECTORY_MIME_TYPE, DYNAMIC, Skill, SkillResource
 from .definitions.resources import ResourceDef
 from .definitions.skills import SkillDef, SkillFile, directory_resource, generated, load_directory
 
-__all__ = ["SkillCatalog", "Owner"]
+__all__ = ["SkillCatalog", "SkillFileResource", "Owner"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -73,7 +73,7 @@ class SkillCatalog:
         self.directories: list[tuple[Path, str | None]] = []
         #: Whether ``resources/directory/read`` is served (declared as ``directoryRead``).
         self.directory_read = True
-        self._entries: list[Skill] | None = None
+        self._entries: dict[str, Skill] | None = None
         self._dirs: dict[str, list[Resource]] | None = None
 
     def __bool__(self) -> bool:
@@ -128,7 +128,8 @@ class SkillCatalog:
             if d.uri in served:
                 raise ValueError(f"a skill is served at {d.uri} already")
             for f in d.files:
-                if f.uri in self._registry.resources and f.uri not in owned:
+                taken = f.uri in self._registry.resources or ("resource", f.uri) in self._registry.disabled
+                if taken and f.uri not in owned:
                     raise ValueError(f"skill {d.uri}: a resource with URI {f.uri!r} is registered already")
             for other in served.values():
                 if d.source is not None and other.source is not None and _same_tree(d, other):
@@ -151,17 +152,12 @@ class SkillCatalog:
         for d in self.skills.values():
             for f in d.files[1:]:
                 wanted.setdefault(f.uri, f)
-        for uri in [u for u, rd in reg.resources.items() if isinstance(rd, _SkillResource) and u not in wanted]:
+        for uri in [u for u, rd in reg.resources.items() if isinstance(rd, SkillFileResource) and u not in wanted]:
             del reg.resources[uri]
-        for key in [k for k, rd in reg.disabled.items() if isinstance(rd, _SkillResource) and k[1] not in wanted]:
-            del reg.disabled[key]
         for uri, f in wanted.items():
-            if ("resource", uri) in reg.disabled:
-                reg.disabled[("resource", uri)] = _SkillResource(f)  # enabled again, it serves what is current
-                continue
             current = reg.resources.get(uri)
-            if not (isinstance(current, _SkillResource) and current.file is f):
-                reg.resources[uri] = _SkillResource(f)
+            if not (isinstance(current, SkillFileResource) and current.file is f):
+                reg.resources[uri] = SkillFileResource(f)
         self._entries = None
         self._dirs = None
         reg.announce("resources")
@@ -170,14 +166,16 @@ class SkillCatalog:
 
     def entries(self) -> list[Skill]:
         """Every skill's entry, by URI."""
-        if self._entries is None:
-            self._entries = [self._entry(d) for _, d in sorted(self.skills.items())]
-        return self._entries
+        return list(self._entry_map().values())
 
     def entry(self, uri: str) -> Skill | None:
         """The entry of the skill whose SKILL.md is at ``uri`` (None: no such skill)."""
-        d = self.skills.get(uri)
-        return None if d is None else next(e for e in self.entries() if e.uri == uri)
+        return self._entry_map().get(uri)
+
+    def _entry_map(self) -> dict[str, Skill]:
+        if self._entries is None:
+            self._entries = {uri: self._entry(d) for uri, d in sorted(self.skills.items())}
+        return self._entries
 
     def _entry(self, d: SkillDef) -> Skill:
         if d.dynamic:
@@ -208,8 +206,9 @@ class SkillCatalog:
         return self._dirs.get(uri)
 
 
-class _SkillResource(ResourceDef):
-    """A skill's file as a resource of the registry."""
+class SkillFileResource(ResourceDef):
+    """A skill's file as a resource of the registry: removed or hidden only with its
+    skill."""
 
     def __init__(self, file: SkillFile) -> None:
         super().__init__(file.resource, _reader(file))

@@ -614,3 +614,37 @@ def test_over_http_a_legacy_session_is_refused_the_methods_naming_the_revision(u
         resp = http.post(url, json=request("resources/read", {"uri": "skill://pdf-processing/SKILL.md"}), headers=session)
         (answer,) = messages(resp)
         assert answer["result"]["contents"][0]["text"] == SKILL_MD
+
+
+# --- links that loop, and skill files managed only through their skill ---------------------------
+
+
+async def test_links_that_loop_or_dangle_are_skipped_and_a_link_back_is_no_second_skill(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write(root / "loops" / "SKILL.md", "---\nname: loops\ndescription: links in circles\n---\n")
+    write(root / "loops" / "real" / "doc.md", "doc\n")
+    (root / "loops" / "self").symlink_to(root / "loops", target_is_directory=True)  # back to the skill itself
+    (root / "loops" / "a").symlink_to(root / "loops" / "b")
+    (root / "loops" / "b").symlink_to(root / "loops" / "a")  # a loop of links
+    (root / "loops" / "gone").symlink_to(root / "loops" / "missing.md")  # dangling
+    srv = Server("loops")
+    assert srv.add_skills(root) == ["skill://loops/SKILL.md"]
+    (entry,) = (await call(srv, "skills/list"))["skills"]
+    assert [r["uri"] for r in entry["resources"]] == ["skill://loops/SKILL.md", "skill://loops/real/doc.md"]
+
+
+def test_a_skill_file_is_removed_or_hidden_only_with_its_skill(server: Server) -> None:
+    uri = "skill://pdf-processing/references/FORMS.md"
+    with pytest.raises(ValueError, match="is a file of a skill"):
+        server.remove_resource(uri)
+    with pytest.raises(ValueError, match="is a file of a skill"):
+        server.disable("resource", uri)
+    hidden = Server("hidden")
+
+    @hidden.resource("skill://taken/SKILL.md")
+    def taken() -> str:
+        return "mine"
+
+    hidden.disable("resource", "skill://taken/SKILL.md")
+    with pytest.raises(ValueError, match="is registered already"):
+        hidden.add_skill("taken", "collides with a hidden resource")

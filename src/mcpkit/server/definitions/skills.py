@@ -429,30 +429,46 @@ def load_directory(directory: str | os.PathLike[str], prefix: str | None = None)
 
 
 def _skill_folders(base: Path) -> Iterator[Path]:
-    """The folders under ``base`` that hold a ``SKILL.md``, hidden folders and links out
-    of ``base`` skipped."""
+    """The folders under ``base`` that hold a ``SKILL.md``, in a fixed order: hidden
+    folders, links out of ``base`` and folders reached twice (through a link) skipped."""
     real_base = base.resolve()
     seen: set[Path] = set()
     stack = [base]
     while stack:
         folder = stack.pop()
-        real = folder.resolve()
-        if real in seen:
+        real = _resolved(folder)
+        if real is None or real in seen:
             continue
         seen.add(real)
+        if folder != base and (folder / SKILL_MD).is_file():
+            yield folder
         with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith("."):
-                    continue
-                path = Path(entry.path)
-                if not entry.is_dir(follow_symlinks=True):
-                    continue
-                if entry.is_symlink() and not path.resolve().is_relative_to(real_base):
+            listed = sorted(entries, key=lambda e: e.name, reverse=True)  # popped in name order
+        for entry in listed:
+            if entry.name.startswith(".") or not _is_dir(entry):
+                continue
+            path = Path(entry.path)
+            if entry.is_symlink():
+                target = _resolved(path)
+                if target is None or not target.is_relative_to(real_base):
                     log.warning("skills: %s links outside %s: not served", path, base)
                     continue
-                if (path / SKILL_MD).is_file():
-                    yield path
-                stack.append(path)
+            stack.append(path)
+
+
+def _resolved(path: Path) -> Path | None:
+    """``path`` with every link followed; None for a loop of links."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
+        return None
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=True)
+    except OSError:
+        return False
 
 
 def _load_skill(folder: Path, root: str, dirname: str) -> SkillDef:
@@ -486,8 +502,8 @@ def _walk(folder: Path, where: str) -> Iterator[tuple[str, bytes]]:
     stack: list[tuple[Path, str]] = [(folder, "")]
     while stack:
         current, rel = stack.pop()
-        real_dir = current.resolve()
-        if real_dir in seen:
+        real_dir = _resolved(current)
+        if real_dir is None or real_dir in seen:
             continue
         seen.add(real_dir)
         with os.scandir(current) as entries:
@@ -498,8 +514,8 @@ def _walk(folder: Path, where: str) -> Iterator[tuple[str, bytes]]:
             path = Path(entry.path)
             relpath = f"{rel}{entry.name}"
             if entry.is_symlink():
-                target = path.resolve()
-                if not target.is_relative_to(real_root):
+                target = _resolved(path)
+                if target is None or not target.is_relative_to(real_root):
                     log.warning("skills: %s links outside its skill's folder %s: not served", path, folder)
                     continue
             try:
