@@ -157,6 +157,13 @@ class Remote(Protocol):
         become a task here (docs/howto/proxies.md)."""
         ...
 
+    @property
+    def skills(self) -> dict[str, Any] | None:
+        """The settings of the skills extension the remote server declared in the
+        2026-07-28 era (``{"directoryRead": true}``, ``{}``), None if it did not: then its
+        ``skills/*`` requests are forwarded (docs/skills.md)."""
+        ...
+
     def serves(self, kind: Kind, key: str) -> bool:
         """Whether a request for ``key`` of ``kind``, which this registry does not have,
         goes to the remote server: any key when the remote's features are not filtered
@@ -596,6 +603,8 @@ class Registry:
             extensions[TASKS_EXTENSION] = {}
         if self.skills:
             extensions[SKILLS_EXTENSION] = {"directoryRead": True} if self.skills.directory_read else {}
+        elif self.remote is not None and self.remote.skills is not None:
+            extensions[SKILLS_EXTENSION] = dict(self.remote.skills)
         if extensions:
             caps["extensions"] = extensions
         return caps

@@ -2,8 +2,9 @@
 ``skills/get`` and ``resources/directory/read``, answered from the registry's
 :class:`~mcpkit.server.skills.SkillCatalog`. They exist in the 2026-07-28 era only (the
 legacy era's policy refuses them before they get here), and only on a server that
-serves skills: elsewhere they are unknown methods, as the extension says of a server
-that does not declare it."""
+serves skills — or a proxy whose upstream server declares the extension, which gets them
+forwarded: elsewhere they are unknown methods, as the extension says of a server that
+does not declare it."""
 
 from __future__ import annotations
 
@@ -20,24 +21,34 @@ from ...protocol.skills import (
 from ...protocol.types import CursorParams
 from ..context import Call, Context
 from ..definitions.resources import check_length
-from ..registry import Registry
+from ..registry import Registry, Remote
 
 __all__ = ["list_skills", "get_skill", "read_directory"]
 
 
-def _served(reg: Registry, method: str) -> None:
-    """Raises -32601 unless this server declares the extension (and, for a directory
-    read, ``directoryRead``)."""
-    if not reg.skills:
+def _remote(reg: Registry, method: str) -> Remote | None:
+    """The remote server the request goes to (a proxy's upstream that declared the
+    extension, when this server serves no skills of its own), or None: this server
+    answers. Raises -32601 unless this server declares the extension (and, for a
+    directory read, ``directoryRead``)."""
+    if reg.skills:
+        if method == DIRECTORY_READ and not reg.skills.directory_read:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method} (this server does not declare directoryRead)")
+        return None
+    settings = reg.remote.skills if reg.remote is not None else None
+    if settings is None:
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method} (this server serves no skills: {SKILLS_EXTENSION})")
-    if method == DIRECTORY_READ and not reg.skills.directory_read:
+    if method == DIRECTORY_READ and settings.get("directoryRead") is not True:
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method} (this server does not declare directoryRead)")
+    return reg.remote
 
 
 async def list_skills(reg: Registry, ctx: Context, call: Call, params: CursorParams) -> ListSkillsResult:
     """One page of the skills' entries (an entry is never split). Raises -32602 for a
     cursor that is not ours."""
-    _served(reg, "skills/list")
+    remote = _remote(reg, "skills/list")
+    if remote is not None:
+        return await remote.forward(ctx, call, "skills/list", params)  # type: ignore[no-any-return]
     page, nxt = reg.page(reg.skills.entries(), params.cursor)
     return ListSkillsResult(skills=page, next_cursor=nxt)
 
@@ -45,7 +56,9 @@ async def list_skills(reg: Registry, ctx: Context, call: Call, params: CursorPar
 async def get_skill(reg: Registry, ctx: Context, call: Call, params: GetSkillParams) -> GetSkillResult:
     """The entry of the skill whose SKILL.md ``params.uri`` is. Raises -32602 (``data:
     {"uri"}``) for any other URI."""
-    _served(reg, "skills/get")
+    remote = _remote(reg, "skills/get")
+    if remote is not None:
+        return await remote.forward(ctx, call, "skills/get", params)  # type: ignore[no-any-return]
     uri = params.uri
     check_length(uri, reg.settings.max_uri_length)
     entry = reg.skills.entry(uri)
@@ -58,7 +71,9 @@ async def read_directory(reg: Registry, ctx: Context, call: Call, params: Direct
     """One page of the direct children of a skill's directory (subdirectories as
     ``inode/directory`` resources). Raises -32602 (``data: {"uri"}``) for a URI that is a
     file or no directory of a served skill, or a cursor that is not ours."""
-    _served(reg, DIRECTORY_READ)
+    remote = _remote(reg, DIRECTORY_READ)
+    if remote is not None:
+        return await remote.forward(ctx, call, DIRECTORY_READ, params)  # type: ignore[no-any-return]
     uri = params.uri
     check_length(uri, reg.settings.max_uri_length)
     children = reg.skills.children(uri)
