@@ -648,3 +648,30 @@ def test_a_skill_file_is_removed_or_hidden_only_with_its_skill(server: Server) -
     hidden.disable("resource", "skill://taken/SKILL.md")
     with pytest.raises(ValueError, match="is registered already"):
         hidden.add_skill("taken", "collides with a hidden resource")
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "says"),
+    [
+        ("name: bombs\ndescription: x\na: &a [1, 1]\nb: [*a, *a]\n", "uses a YAML alias"),
+        ("name: bombs\ndescription: x\nbig: '" + "x" * 70_000 + "'\n", "longer than 65536 bytes"),
+        # libyaml refuses it as YAML; the pure-Python parser would recurse: either way, refused
+        ("name: bombs\ndescription: x\ndeep: " + "[" * 5000 + "]" * 5000 + "\n", "nesting depth|nested too deeply"),
+    ],
+)
+def test_frontmatter_that_would_blow_up_is_refused(tmp_path: Path, frontmatter: str, says: str) -> None:
+    write(tmp_path / "bombs" / "SKILL.md", f"---\n{frontmatter}---\n")
+    with pytest.raises(ValueError, match=says if "|" in says else re.escape(says)):
+        Server("s").add_skills(tmp_path)
+
+
+async def test_a_file_whose_name_is_not_utf8_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write(tmp_path / "names" / "SKILL.md", "---\nname: names\ndescription: odd file names\n---\n")
+    write(Path(os.fsdecode(os.path.join(os.fsencode(tmp_path / "names"), b"bad-\xff.md"))), "latin-1 name\n")
+    write(tmp_path / "names" / "ok.md", "fine\n")
+    srv = Server("names")
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server"):
+        srv.add_skills(tmp_path)
+    assert "is not UTF-8: not served" in caplog.text
+    (entry,) = (await call(srv, "skills/list"))["skills"]
+    assert [r["uri"] for r in entry["resources"]] == ["skill://names/SKILL.md", "skill://names/ok.md"]

@@ -35,6 +35,7 @@ from urllib.parse import quote
 import msgspec
 
 from ...protocol.content import Resource, ResourceContents
+from ...protocol.errors import flatten_text
 from ...protocol.skills import (
     DIRECTORY_MIME_TYPE,
     MAX_RESOURCES_PER_SKILL,
@@ -48,6 +49,7 @@ from ...runtime.threads import call_handler, is_async_callable
 
 __all__ = [
     "SCHEME",
+    "MAX_FRONTMATTER_BYTES",
     "SkillFile",
     "SkillDef",
     "Generator",
@@ -68,6 +70,8 @@ SCHEME: Final = "skill://"
 #: returning ``str`` (text) or ``bytes``.
 Generator = Callable[[], "str | bytes | Awaitable[str | bytes]"]
 
+#: The longest frontmatter block read (bytes): a name, a description and some metadata.
+MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 #: Characters kept as they are in a URI path segment (RFC 3986 unreserved and sub-delims).
 _SEGMENT_SAFE: Final = "-._~!$&'()*+,;=@"
 #: A prefix segment: plain URI characters, so the prefix reads the same in every URI.
@@ -244,14 +248,23 @@ def parse_frontmatter(text: str, where: str) -> dict[str, Any]:
             break
     else:
         raise ValueError(f"{where}: the frontmatter of SKILL.md has no closing '---' line")
+    block = "".join(lines[1:end])
+    if len(block.encode()) > MAX_FRONTMATTER_BYTES:
+        raise ValueError(f"{where}: the frontmatter of SKILL.md is longer than {MAX_FRONTMATTER_BYTES} bytes")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load("".join(lines[1:end]), Loader=loader)  # a safe loader: plain data only
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(block, Loader=loader)):
+            # an alias repeats a value without copying it: a few lines could stand for an
+            # exponentially large JSON object
+            raise ValueError(f"{where}: the frontmatter of SKILL.md uses a YAML alias; write the values out")
+        data = yaml.load(block, Loader=loader)  # a safe loader: plain data only
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: the frontmatter of SKILL.md must be a YAML mapping")
+        _json_only(data, where)
     except yaml.YAMLError as exc:
-        raise ValueError(f"{where}: the frontmatter of SKILL.md is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: the frontmatter of SKILL.md must be a YAML mapping")
-    _json_only(data, where)
+        raise ValueError(f"{where}: the frontmatter of SKILL.md is not valid YAML: {flatten_text(str(exc), 512)}") from None
+    except RecursionError:
+        raise ValueError(f"{where}: the frontmatter of SKILL.md is nested too deeply") from None
     return data
 
 
@@ -448,6 +461,9 @@ def _skill_folders(base: Path) -> Iterator[Path]:
             if entry.name.startswith(".") or not _is_dir(entry):
                 continue
             path = Path(entry.path)
+            if not _utf8(entry.name):
+                log.warning("skills: %r has a name that is not UTF-8: not served", path)
+                continue
             if entry.is_symlink():
                 target = _resolved(path)
                 if target is None or not target.is_relative_to(real_base):
@@ -462,6 +478,15 @@ def _resolved(path: Path) -> Path | None:
         return path.resolve()
     except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
         return None
+
+
+def _utf8(name: str) -> bool:
+    """Whether a file name (as the OS gave it, undecodable bytes escaped) is UTF-8."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -512,6 +537,9 @@ def _walk(folder: Path, where: str) -> Iterator[tuple[str, bytes]]:
             if entry.name.startswith("."):
                 continue
             path = Path(entry.path)
+            if not _utf8(entry.name):
+                log.warning("skills: %r has a name that is not UTF-8: not served", path)
+                continue
             relpath = f"{rel}{entry.name}"
             if entry.is_symlink():
                 target = _resolved(path)
