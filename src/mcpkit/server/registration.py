@@ -16,7 +16,7 @@ from ..protocol.types import Icon, ToolAnnotations
 from .definitions.options import ToolOptions
 from .definitions.prompts import PromptDef
 from .definitions.resources import TemplateDef, resource_from_function
-from .definitions.skills import Generator, skill_from_code
+from .definitions.skills import ContentFunction, skill_from_code
 from .definitions.tools import tool_from_function, tool_from_schema
 from .filters import with_tags
 from .injection import Provider, callable_name
@@ -356,9 +356,9 @@ class Registration:
         self,
         name: str,
         description: str,
-        instructions: str | Generator = "",
+        instructions: str | ContentFunction = "",
         *,
-        files: Mapping[str, str | bytes | Generator] | None = None,
+        files: Mapping[str, str | bytes | ContentFunction] | None = None,
         frontmatter: Mapping[str, Any] | None = None,
         prefix: str | None = None,
     ) -> str:

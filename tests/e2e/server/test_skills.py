@@ -476,6 +476,7 @@ async def test_a_skill_made_in_code_serves_its_frontmatter_verbatim_and_its_file
         ({"files": {"a\\b.md": "x"}}, "must be relative"),
         ({"files": {".hidden": "x"}}, "must be relative"),
         ({"files": {"SKILL.md": "x"}}, "SKILL.md is made from"),
+        ({"files": {"docs": "x", "docs/a/b.md": "y"}}, "is the folder of another file"),
         ({"prefix": "a/../b"}, "prefix"),
         ({"prefix": "a b"}, "prefix"),
         ({"frontmatter": {"when": float("nan")}}, "JSON cannot carry"),
