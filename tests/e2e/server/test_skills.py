@@ -676,3 +676,34 @@ async def test_a_file_whose_name_is_not_utf8_is_skipped(tmp_path: Path, caplog: 
     assert "is not UTF-8: not served" in caplog.text
     (entry,) = (await call(srv, "skills/list"))["skills"]
     assert [r["uri"] for r in entry["resources"]] == ["skill://names/SKILL.md", "skill://names/ok.md"]
+
+
+def test_a_skill_md_that_is_not_utf8_or_links_out_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "one" / "latin" / "SKILL.md", b"---\nname: latin\ndescription: caf\xe9\n---\n")
+    with pytest.raises(ValueError, match=re.escape("SKILL.md is not UTF-8")):
+        Server("s").add_skills(tmp_path / "one")
+    outside = write(tmp_path / "elsewhere.md", "---\nname: linked\ndescription: from outside\n---\n")
+    (tmp_path / "two" / "linked").mkdir(parents=True)
+    (tmp_path / "two" / "linked" / "SKILL.md").symlink_to(outside)
+    with pytest.raises(ValueError, match=re.escape("SKILL.md is not a regular file inside the skill's folder")):
+        Server("s").add_skills(tmp_path / "two")
+
+
+async def test_files_of_unknown_kinds_are_text_when_utf8_and_blobs_otherwise(tmp_path: Path) -> None:
+    write(tmp_path / "kinds" / "SKILL.md", "---\nname: kinds\ndescription: odd files\n---\n")
+    write(tmp_path / "kinds" / "notes.unknownext", "plain words\n")
+    write(tmp_path / "kinds" / "data.unknownext2", b"\xff\x00\xfe")
+    srv = Server("kinds")
+    srv.add_skills(tmp_path)
+    (text,) = (await call(srv, "resources/read", {"uri": "skill://kinds/notes.unknownext"}))["contents"]
+    assert (text["mimeType"], text["text"]) == ("text/plain", "plain words\n")
+    (blob,) = (await call(srv, "resources/read", {"uri": "skill://kinds/data.unknownext2"}))["contents"]
+    assert (blob["mimeType"], base64.b64decode(blob["blob"])) == ("application/octet-stream", b"\xff\x00\xfe")
+
+
+async def test_a_dynamic_file_whose_function_returns_no_content_fails_only_that_read() -> None:
+    srv = Server("broken")
+    srv.add_skill("broken", "returns the wrong thing", "fine", files={"bad.md": lambda: 42})
+    error = await refused(srv, "resources/read", {"uri": "skill://broken/bad.md"})
+    assert error.code == -32603
+    assert (await call(srv, "resources/read", {"uri": "skill://broken/SKILL.md"}))["contents"][0]["text"].endswith("fine")
