@@ -131,15 +131,11 @@ class SkillCatalog:
                 taken = f.uri in self._registry.resources or ("resource", f.uri) in self._registry.disabled
                 if taken and f.uri not in owned:
                     raise ValueError(f"skill {d.uri}: a resource with URI {f.uri!r} is registered already")
-            for other in served.values():
-                if d.source is not None and other.source is not None and _same_tree(d, other):
-                    continue
-                if _inside(d.root, other.root) or _inside(other.root, d.root):
-                    raise ValueError(f"skill {d.uri} and skill {other.uri} would nest; only the skills of one directory may nest")
         for i, d in enumerate(defs):
-            for other in defs[i + 1 :]:
-                if d.source is None and (_inside(d.root, other.root) or _inside(other.root, d.root)):
-                    raise ValueError(f"skill {d.uri} and skill {other.uri} would nest")
+            for other in [*served.values(), *defs[i + 1 :]]:
+                together = d.origin is not None and d.origin == other.origin  # read from one directory
+                if not together and (_inside(d.root, other.root) or _inside(other.root, d.root)):
+                    raise ValueError(f"skill {d.uri} and skill {other.uri} would nest; only the skills of one directory may nest")
 
     def _install(self) -> None:
         """Offer the files of the skills as resources (each once: a skill's own SKILL.md
@@ -217,10 +213,3 @@ class SkillFileResource(ResourceDef):
 
 def _inside(uri: str, root: str) -> bool:
     return uri.startswith(root + "/")
-
-
-def _same_tree(a: SkillDef, b: SkillDef) -> bool:
-    """Whether ``a`` and ``b`` were read from one directory tree (one within the other)."""
-    assert a.source is not None
-    assert b.source is not None
-    return a.source.is_relative_to(b.source) or b.source.is_relative_to(a.source)

@@ -707,3 +707,13 @@ async def test_a_dynamic_file_whose_function_returns_no_content_fails_only_that_
     error = await refused(srv, "resources/read", {"uri": "skill://broken/bad.md"})
     assert error.code == -32603
     assert (await call(srv, "resources/read", {"uri": "skill://broken/SKILL.md"}))["contents"][0]["text"].endswith("fine")
+
+
+def test_skills_of_two_directories_may_not_nest(tmp_path: Path) -> None:
+    write(tmp_path / "one" / "outer" / "SKILL.md", "---\nname: outer\ndescription: x\n---\n")
+    write(tmp_path / "two" / "inner" / "SKILL.md", "---\nname: inner\ndescription: y\n---\n")
+    srv = Server("s")
+    srv.add_skills(tmp_path / "one")
+    with pytest.raises(ValueError, match="would nest; only the skills of one directory may nest"):
+        srv.add_skills(tmp_path / "two", prefix="outer")
+    assert srv.add_skills(tmp_path / "two", prefix="elsewhere") == ["skill://elsewhere/inner/SKILL.md"]

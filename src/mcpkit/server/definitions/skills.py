@@ -146,14 +146,16 @@ def textual(mime: str | None) -> bool:
 @dataclass
 class SkillDef:
     """One skill: the URI of its ``SKILL.md``, its root (that URI without ``/SKILL.md``),
-    its frontmatter and its own files (``SKILL.md`` first). ``source`` is the directory it
-    was read from (None: made in code); ``dynamic`` skills publish no digests."""
+    its frontmatter and its own files (``SKILL.md`` first). ``source`` is its folder and
+    ``origin`` the directory that was read (both None: made in code); ``dynamic`` skills
+    publish no digests."""
 
     uri: str
     root: str
     frontmatter: dict[str, Any]
     files: list[SkillFile]
     source: Path | None = None
+    origin: Path | None = None
     dynamic: bool = False
     #: The directories the files are in, the root included (URIs without a trailing slash).
     directories: set[str] = field(default_factory=set)
@@ -440,7 +442,9 @@ def load_directory(directory: str | os.PathLike[str], prefix: str | None = None)
     for folder in sorted(_skill_folders(base)):
         rel = folder.relative_to(base)
         root = SCHEME + "/".join(quote(s, safe=_SEGMENT_SAFE) for s in [*segments, *rel.parts])
-        skills.append(_load_skill(folder, root, rel.parts[-1]))
+        skill = _load_skill(folder, root, rel.parts[-1])
+        skill.origin = base
+        skills.append(skill)
     return skills
 
 
