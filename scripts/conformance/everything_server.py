@@ -11,6 +11,10 @@ checks (``@modelcontextprotocol/conformance@0.2.0-alpha.12``).
 
 The tasks fixtures (``greet`` … ``test_tool_with_task``) are those of the suite's
 ``tasks-*`` scenarios (SEP-2663, the tasks extension of 2026-07-28; docs/tasks.md).
+
+The skills of ``skills/`` beside this file are served for the ``sep-2640-*`` scenarios
+(the skills extension, docs/skills.md), with ``resources/directory/read``: the suite
+finds them through ``skills/list`` and checks their entries, files and directories.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import struct
 import wave
 import zlib
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 from mcpkit import (
@@ -152,10 +157,7 @@ async def test_reconnection(ctx: Context) -> str:
     Last-Event-ID and gets the result from the stored stream (SSE polling, SEP-1699)."""
     await ctx.close_sse_stream()
     await asyncio.sleep(0.1)  # the result comes after the connection has gone
-    return (
-        "Reconnection test completed successfully. If you received this, "
-        "the client properly reconnected after stream closure."
-    )
+    return "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."
 
 
 @server.tool
@@ -574,6 +576,11 @@ def test_prompt_with_image() -> list[PromptMessage]:
 def complete_prompt_argument(argument: str, value: str, context: dict[str, str]) -> list[str]:
     """Suggestions for both arguments of ``test_prompt_with_arguments``."""
     return [v for v in ("paris", "park", "party", "test", "testValue1") if v.startswith(value)]
+
+
+# --- skills (SEP-2640) ------------------------------------------------------------------------
+
+server.add_skills(Path(__file__).parent / "skills")
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
-from .errors import McpError
+from .errors import METHOD_NOT_FOUND, McpError, flatten_text
+from .skills import DIRECTORY_READ, SKILL_METHODS, SKILLS_EXTENSION
 from .types import Cacheable, Result
 from .versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Era
 from .wire_errors import has_status, internal_error, legacy_status_error, modern_status_error
@@ -65,6 +66,10 @@ class EraPolicy(ABC):
     @abstractmethod
     def error_status(self, error: McpError) -> int:
         """The HTTP status of a JSON response carrying ``error``."""
+
+    def foreign_method(self, method: str) -> McpError:
+        """The -32601 answer to ``method``, one of :attr:`foreign_methods`."""
+        return McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
 
     def finish_result(self, result: Any, server_meta: dict[str, Any], cache: CachePolicy) -> Any:
         """A handler's result as this era puts it on the wire; ``cache`` gives the
@@ -125,6 +130,10 @@ class _Modern(EraPolicy):
         return result
 
 
+#: The skills extension's requests (docs/skills.md): defined against 2026-07-28 only.
+_SKILLS_METHODS: Final = frozenset({*SKILL_METHODS, DIRECTORY_READ})
+
+
 class _Legacy(EraPolicy):
     name: Era = "legacy"
     versions = LEGACY_PROTOCOL_VERSIONS
@@ -134,7 +143,19 @@ class _Legacy(EraPolicy):
     cancel_on_disconnect = False  # the handler runs on; the client may resume the stream
     resumable_streams = True
     tasks_extension = False
-    foreign_methods = frozenset({"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"})
+    foreign_methods = frozenset(
+        {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel", *_SKILLS_METHODS}
+    )
+
+    def foreign_method(self, method: str) -> McpError:
+        """-32601; for a method of the skills extension, saying which revision it needs."""
+        if method in _SKILLS_METHODS:
+            return McpError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {method} is part of the skills extension ({SKILLS_EXTENSION}), which needs"
+                f" protocol revision {MODERN_PROTOCOL_VERSIONS[0]}; this session negotiated an earlier one",
+            )
+        return super().foreign_method(method)
 
     def status_error(self, exc: BaseException, method: str, limit: int) -> McpError:
         return legacy_status_error(exc, limit)

@@ -57,6 +57,7 @@ from ..client.tasks import TaskHandle
 from ..protocol.eras import BY_NAME
 from ..protocol.errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, McpError
 from ..protocol.interactive import ELICIT, LIST_ROOTS, SAMPLE, CreateMessageParams, ElicitRequestParams, missing_capability
+from ..protocol.skills import DIRECTORY_READ, SKILL_METHODS
 from ..protocol.tasks import declares_tasks
 from ..protocol.types import CallToolParams, CompleteParams, GetPromptParams, ReadResourceParams, Root
 from ..runtime.peer import ProgressCallback
@@ -87,6 +88,8 @@ class Asking(Protocol):
         ...
 
 
+#: Methods forwarded with their params as they are, answered with the upstream's result.
+_AS_THEY_ARE = frozenset({*SKILL_METHODS, DIRECTORY_READ})
 _CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("mcpkit_proxy_request", default=None)
 #: The refusal of a downstream request's question that its client cannot answer (-32021),
 #: found while its call was forwarded: the downstream answer, in place of the local error
@@ -193,6 +196,9 @@ class Link:
             ref = {k: v for k, v in msgspec.to_builtins(params.ref).items() if v is not None}
             context = params.context.arguments if params.context is not None else None
             return await client.complete(ref, params.argument.name, params.argument.value, context=context)
+        if method in _AS_THEY_ARE:  # the skills extension's: the upstream's answer passes through
+            given = {name: value for name, value in msgspec.to_builtins(params).items() if value is not None}
+            return await client.send_request(method, given)
         raise McpError(INTERNAL_ERROR, f"a proxy does not forward {method}")
 
     async def _call_as_task(self, ctx: Context, params: CallToolParams, progress: ProgressCallback) -> Any:

@@ -28,6 +28,11 @@ At most ``max_sessions`` upstream sessions are open besides the primary (per con
 and lent ones together): past that a new downstream connection's requests, or a new
 exchange, are refused with -32603 and HTTP status 503.
 
+**Skills** (docs/skills.md): when the upstream server declares the skills extension (in
+the modern era), the proxy declares it too, with the same settings, and forwards
+``skills/list``, ``skills/get`` and ``resources/directory/read`` as they are; the skill
+files are resources like any other.
+
 **Resource updates**: the primary link keeps one subscription upstream, for the lists and
 for every URI a downstream client subscribed to (at most :data:`MAX_WATCHED`, kept for
 the proxy's life), reopened when a URI is added; each update is announced to the proxy's
@@ -49,6 +54,7 @@ from ..protocol.eras import BY_NAME
 from ..protocol.errors import INTERNAL_ERROR, McpError, flatten_text
 from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.interactive import MRTR_METHODS
+from ..protocol.skills import SKILLS_EXTENSION
 from ..protocol.tasks import declares_tasks
 from ..protocol.types import Tool
 from ..server.context import Call, Context
@@ -106,6 +112,7 @@ class RemoteFeatures:
         self._watcher: asyncio.Task[None] | None = None
         self._capabilities: dict[str, Any] = {}
         self._runs_tasks = False
+        self._skills: dict[str, Any] | None = None
         #: The tasks that open a session's link and close it when the session ends.
         self._tasks: set[asyncio.Future[None]] = set()
         #: Links lent to exchanges (bridge.py): idle ones, and how many there are in all.
@@ -129,6 +136,9 @@ class RemoteFeatures:
         if isinstance(extensions, dict) and APPS_EXTENSION in extensions:  # its views pass through (docs/apps.md)
             self._capabilities["extensions"] = {APPS_EXTENSION: {}}
         self._runs_tasks = not self._upstream_is_legacy() and declares_tasks(caps)
+        extensions = caps.get("extensions") if not self._upstream_is_legacy() else None
+        skills = extensions.get(SKILLS_EXTENSION) if isinstance(extensions, dict) else None
+        self._skills = dict(skills) if isinstance(skills, dict) else None
         if "resources" in self._capabilities:
             self._capabilities["resources"] = {"subscribe": True, "listChanged": True}
         for kind in ("tools", "prompts", "resources"):
@@ -164,6 +174,10 @@ class RemoteFeatures:
     @property
     def runs_tasks(self) -> bool:
         return self._runs_tasks
+
+    @property
+    def skills(self) -> dict[str, Any] | None:
+        return self._skills
 
     def listed(self, kind: Kind) -> list[Any]:
         return self._lists[kind]

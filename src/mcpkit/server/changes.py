@@ -244,9 +244,7 @@ class ChangeHub:
         Raises ``McpError(-32603)`` with HTTP status 429 at ``limit`` listens in all or
         ``per_principal`` for the principal."""
         if self._listens >= limit:
-            raise McpError(
-                INTERNAL_ERROR, f"Too many subscriptions open: this server holds at most {limit} at once", status=429
-            )
+            raise McpError(INTERNAL_ERROR, f"Too many subscriptions open: this server holds at most {limit} at once", status=429)
         if principal is not None and self._listens_of.get(principal, 0) >= per_principal:
             raise McpError(
                 INTERNAL_ERROR, f"Too many subscriptions open: at most {per_principal} per principal at once", status=429

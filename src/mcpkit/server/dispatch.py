@@ -46,6 +46,7 @@ from ..protocol.errors import (
 from ..protocol.events import RequestReceived
 from ..protocol.head import RequestHead
 from ..protocol.interactive import MRTR_METHODS
+from ..protocol.skills import DIRECTORY_READ, DirectoryReadParams, GetSkillParams
 from ..protocol.tasks import TASK_RESULT, Task, TaskIdParams, UpdateTaskParams
 from ..protocol.types import (
     LOG_LEVELS,
@@ -67,7 +68,7 @@ from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
 from ..stores.sessions import StoreUnavailable
 from .context import Call, Context
-from .features import completions, logging, prompts, resources, subscriptions, tasks, tools
+from .features import completions, logging, prompts, resources, skills, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, NoAsker, ReplayAsker
 from .lifespan import LifespanRunner
 from .registry import Registry, run_middleware
@@ -105,6 +106,9 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "tasks/get": (TaskIdParams, tasks.get_task),
     "tasks/update": (UpdateTaskParams, tasks.update_task),
     "tasks/cancel": (TaskIdParams, tasks.cancel_task),
+    "skills/list": (CursorParams, skills.list_skills),
+    "skills/get": (GetSkillParams, skills.get_skill),
+    DIRECTORY_READ: (DirectoryReadParams, skills.read_directory),
 }
 
 
@@ -179,7 +183,7 @@ class Dispatcher:
         meta = head.read_meta()
         policy, version, caps, info, level = self._resolve(method, head, session)
         if method in policy.foreign_methods:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
+            raise policy.foreign_method(method)
         if method == "initialize":  # the handshake: no handler, no middleware
             return self._initialize(request.params, session)
         spec = self._methods.get(method)

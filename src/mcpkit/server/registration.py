@@ -8,6 +8,7 @@ for by annotation; describing a function as a tool, prompt or resource is the wo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
@@ -18,6 +19,7 @@ from .apps import check_ui_uri, is_ui_resource, tool_meta_with_ui, ui_resource_m
 from .definitions.options import ToolOptions
 from .definitions.prompts import PromptDef
 from .definitions.resources import ResourceDef, TemplateDef, resource_from_function
+from .definitions.skills import ContentFunction, skill_from_code
 from .definitions.tools import tool_from_function, tool_from_schema
 from .filters import with_tags
 from .injection import Provider, callable_name
@@ -463,6 +465,74 @@ class Registration:
             return fn
 
         return register
+
+    # --- skills (docs/skills.md) --------------------------------------------------------
+
+    def add_skills(self, directory: str | os.PathLike[str], *, prefix: str | None = None) -> list[str]:
+        """Serve every skill under ``directory``: each folder in it, at any depth, that
+        holds a ``SKILL.md`` (whose frontmatter names the folder and describes it) is one,
+        every file of it a resource at ``skill://[prefix/]<folder path>/<file path>``.
+        The files are read now, into memory, and again on :meth:`reload_skills`; hidden
+        files, links out of a skill's folder and special files are left out. Returns the
+        URIs of the skills' ``SKILL.md``.
+
+        Raises ``ImportError`` without PyYAML (``pip install 'mcpkit[skills]'``),
+        ``ValueError`` for a missing directory, a skill whose frontmatter is invalid (no
+        description, a name that is not its folder's or breaks the naming rules,
+        values JSON cannot carry), a skill over 512 files or 16 MiB (docs/limits.md),
+        or a URI served already."""
+        return self._registry.skills.add_directory(directory, prefix)
+
+    def add_skill(
+        self,
+        name: str,
+        description: str,
+        instructions: str | ContentFunction = "",
+        *,
+        files: Mapping[str, str | bytes | ContentFunction] | None = None,
+        frontmatter: Mapping[str, Any] | None = None,
+        prefix: str | None = None,
+    ) -> str:
+        """Serve a skill made in code, at ``skill://[prefix/]<name>/SKILL.md``: its
+        ``SKILL.md`` is the frontmatter (``name``, ``description`` and the other fields of
+        ``frontmatter``) followed by ``instructions``; ``files`` are its other files, by
+        path relative to the skill (``"references/guide.md"``), as text or bytes.
+
+        A callable, sync or async and taking no arguments, in place of ``instructions``
+        or of a file makes the skill dynamic: its content is generated on each read, its
+        entry says ``"resources": "dynamic"`` (no digests to publish). Returns the URI of
+        its ``SKILL.md``.
+
+        Raises ``ValueError`` for a name that breaks the naming rules, an empty
+        description, a prefix or path that is not plain relative segments, frontmatter
+        JSON cannot carry, a skill over the limits, a URI served already, or a skill
+        that would hold another or sit inside one."""
+        definition = skill_from_code(name, description, instructions, files=files, frontmatter=frontmatter, prefix=prefix)
+        self._registry.skills.add([definition])
+        return definition.uri
+
+    def remove_skill(self, uri: str) -> None:
+        """Stop serving the skill whose ``SKILL.md`` is at ``uri`` (its files leave the
+        resources, clients are told). ``KeyError`` if there is none."""
+        self._registry.skills.remove(uri)
+
+    def reload_skills(self) -> list[str]:
+        """Read every directory given to :meth:`add_skills` again and serve what they
+        hold now: skills added, removed or changed there are served so, clients are told
+        the resource list changed and subscribers of a file whose bytes changed that it
+        was updated. Returns the URIs of the skills read. Raises what :meth:`add_skills`
+        raises, and then what is served does not change."""
+        return self._registry.skills.reload()
+
+    @property
+    def directory_read(self) -> bool:
+        """Whether ``resources/directory/read`` is served for the skills' directories
+        and declared (``directoryRead``); default True."""
+        return self._registry.skills.directory_read
+
+    @directory_read.setter
+    def directory_read(self, value: bool) -> None:
+        self._registry.skills.directory_read = bool(value)
 
     def use(self, middleware: Middleware) -> Middleware:
         """Add middleware ``async def mw(ctx, call_next)``; the first added is the

@@ -22,7 +22,8 @@ import msgspec
 from ..protocol.apps import APPS_EXTENSION, tool_resource_uri
 from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
-from ..protocol.tasks import with_tasks_declared
+from ..protocol.skills import SKILLS_EXTENSION
+from ..protocol.tasks import TASKS_EXTENSION
 from ..stores.tasks import InMemoryTaskStore
 from .apps import is_ui_resource
 from .changes import ChangeHub
@@ -32,6 +33,7 @@ from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
 from .session import Session
 from .settings import Settings
+from .skills import SkillCatalog, SkillFileResource
 from .tasks import TaskManager
 from .transform import ToolTransform, Transforms
 
@@ -157,6 +159,13 @@ class Remote(Protocol):
         become a task here (docs/howto/proxies.md)."""
         ...
 
+    @property
+    def skills(self) -> dict[str, Any] | None:
+        """The settings of the skills extension the remote server declared in the
+        2026-07-28 era (``{"directoryRead": true}``, ``{}``), None if it did not: then its
+        ``skills/*`` requests are forwarded (docs/skills.md)."""
+        ...
+
     def serves(self, kind: Kind, key: str) -> bool:
         """Whether a request for ``key`` of ``kind``, which this registry does not have,
         goes to the remote server: any key when the remote's features are not filtered
@@ -212,6 +221,8 @@ class Registry:
         self.remote: Remote | None = None
         #: Tools offered transformed, in place of their sources (server/transform.py).
         self.transforms = Transforms()
+        #: The skills served (server/skills.py); their files are in :attr:`resources`.
+        self.skills = SkillCatalog(self)
 
     # --- what changed, announced here and where this registry is mounted -------------------------
 
@@ -286,8 +297,10 @@ class Registry:
 
     def remove(self, kind: str, key: str) -> None:
         """Remove the tool, resource, template (by its URI template) or prompt ``key``,
-        enabled or not. Raises ``KeyError`` if there is none."""
+        enabled or not. Raises ``KeyError`` if there is none, ``ValueError`` for a skill's
+        file."""
         table = self._table(kind)
+        self._not_a_skill_file(kind, key)
         if kind == "resource":
             self._check_unlinked(key)
         if self.disabled.pop((kind, key), None) is not None:
@@ -312,8 +325,10 @@ class Registry:
 
     def set_enabled(self, kind: str, key: str, enabled: bool) -> None:
         """Enable or disable a feature; a disabled one is in no list and unknown to
-        calls until enabled again. Raises ``KeyError`` if there is none."""
+        calls until enabled again. Raises ``KeyError`` if there is none, ``ValueError``
+        for a skill's file (its skill's entry lists it: remove the skill instead)."""
         table = self._table(kind)
+        self._not_a_skill_file(kind, key)
         if enabled:
             item = self.disabled.pop((kind, key), None)
             if item is None:
@@ -337,6 +352,10 @@ class Registry:
                 item = table.pop(key)
             self.disabled[(kind, key)] = item
         self.announce(_LIST_OF[kind])
+
+    def _not_a_skill_file(self, kind: str, key: str) -> None:
+        if kind == "resource" and isinstance(self.resources.get(key), SkillFileResource):
+            raise ValueError(f"{key} is a file of a skill: remove the skill (Server.remove_skill) or change it")
 
     def scopes_for(self, method: str, params: Any) -> tuple[str, ...]:
         """The scopes the feature a request names requires: ``params`` is its decoded
@@ -589,10 +608,19 @@ class Registry:
     @property
     def modern_capabilities(self) -> dict[str, Any]:
         """:attr:`capabilities`, plus the extensions of the 2026-07-28 era: tasks, when a
-        tool runs as one (docs/tasks.md)."""
+        tool runs as one (docs/tasks.md); skills, when some are served (docs/skills.md),
+        with ``directoryRead`` when ``resources/directory/read`` is."""
         caps = self.capabilities
+        declared = caps.get("extensions")
+        extensions: dict[str, Any] = dict(declared) if isinstance(declared, dict) else {}  # MCP Apps: both eras
         if self.runs_tasks():
-            caps = with_tasks_declared(caps)
+            extensions[TASKS_EXTENSION] = {}
+        if self.skills:
+            extensions[SKILLS_EXTENSION] = {"directoryRead": True} if self.skills.directory_read else {}
+        elif self.remote is not None and self.remote.skills is not None:
+            extensions[SKILLS_EXTENSION] = dict(self.remote.skills)
+        if extensions:
+            caps = {**caps, "extensions": extensions}
         return caps
 
     def serves_views(self) -> bool:
