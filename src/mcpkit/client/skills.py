@@ -66,6 +66,7 @@ _SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 #: How many YAML nodes a frontmatter may hold before the comparison gives up (aliases
 #: can make a small document a very large, or endless, one).
 _MAX_NODES: Final = 100_000
+_MAX_DEPTH: Final = 64
 
 
 class SkillVerificationError(McpError):
@@ -513,24 +514,26 @@ def _key(key: Any) -> str:
     return str(key)
 
 
-def _same(mine: Any, theirs: Any, budget: list[int]) -> bool:
-    """Whether a YAML value and a JSON value are the same value, strictly."""
+def _same(mine: Any, theirs: Any, budget: list[int], depth: int = 0) -> bool:
+    """Whether a YAML value and a JSON value are the same value, strictly (False past
+    :data:`_MAX_NODES` nodes or :data:`_MAX_DEPTH` levels: aliases can make a frontmatter
+    endless)."""
     budget[0] -= 1
-    if budget[0] < 0:
+    if budget[0] < 0 or depth > _MAX_DEPTH:
         return False
     if isinstance(mine, dict):
         if not isinstance(theirs, dict) or len(mine) != len(theirs):
             return False
         for key, value in mine.items():
             field = _key(key)
-            if field not in theirs or not _same(value, theirs[field], budget):
+            if field not in theirs or not _same(value, theirs[field], budget, depth + 1):
                 return False
         return True
     if isinstance(mine, list):
         return (
             isinstance(theirs, list)
             and len(mine) == len(theirs)
-            and all(_same(a, b, budget) for a, b in zip(mine, theirs, strict=True))
+            and all(_same(a, b, budget, depth + 1) for a, b in zip(mine, theirs, strict=True))
         )
     if isinstance(mine, bool) or isinstance(theirs, bool):
         return isinstance(mine, bool) and isinstance(theirs, bool) and mine == theirs
