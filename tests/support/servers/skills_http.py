@@ -65,6 +65,7 @@ TODAY_MD = b"Sales: 42\n"
 REFUNDS = "skill://acme/billing/refunds/SKILL.md"
 GIT = "skill://git-workflow/SKILL.md"
 DAILY = "skill://reports/daily/SKILL.md"
+LOGO_URI = "skill://acme/billing/refunds/assets/logo.png"
 FILES: dict[str, bytes] = {
     REFUNDS: REFUNDS_MD,
     "skill://acme/billing/refunds/examples/email.md": EMAIL_MD,
