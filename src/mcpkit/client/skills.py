@@ -131,9 +131,11 @@ class LoadedSkill:
     skill_md: SkillFile
     frontmatter: dict[str, Any]
     body: str
-    _origin: object = dataclasses.field(repr=False)
-    _cache: dict[str, SkillFile] = dataclasses.field(default_factory=dict, repr=False)
-    _bytes_read: int = dataclasses.field(default=0, repr=False)
+    #: The client part that loaded it (its files are read through that one only), the
+    #: files verified so far, and the bytes read in all (bounded for a dynamic skill).
+    _origin: object = dataclasses.field(default=None, init=False, repr=False)
+    _cache: dict[str, SkillFile] = dataclasses.field(default_factory=dict, init=False, repr=False)
+    _bytes_read: int = dataclasses.field(default=0, init=False, repr=False)
 
     @property
     def uri(self) -> str:
@@ -323,7 +325,9 @@ class Skills:
         frontmatter, body = parse_frontmatter(text, entry.uri)
         compare_frontmatter(frontmatter, entry.frontmatter, entry.uri)
         skill_md = SkillFile(entry.uri, SKILL_MD, data, mime_type)
-        loaded = LoadedSkill(entry, skill_md, frontmatter, body, _origin=self, _bytes_read=len(data))
+        loaded = LoadedSkill(entry, skill_md, frontmatter, body)
+        loaded._origin = self
+        loaded._bytes_read = len(data)
         if manifest is not None:
             loaded._cache[entry.uri] = skill_md
         return loaded

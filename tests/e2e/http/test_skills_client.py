@@ -186,6 +186,18 @@ async def test_a_dynamic_skill_loads_only_when_the_caller_opts_in(app: Any, url:
     assert app.reads() == [fake.DAILY, "skill://reports/daily/data/today.md"]
 
 
+async def test_what_is_read_of_a_dynamic_skill_is_bounded_by_16_mib_in_all(app: Any, url: Any) -> None:
+    async with client(url("honest"), MODERN) as c:
+        skill = await c.load_skill(fake.DAILY, allow_dynamic=True)
+        big = await c.read_skill_file(skill, "data/big.md")  # 9 MiB: within the bound
+        assert len(big.content) == 9 * 1024 * 1024
+        with pytest.raises(SkillVerificationError) as refused:  # 18 MiB and more in all: past it
+            await c.read_skill_file(skill, "data/big.md")
+        assert refused.value.reason == "limits"
+        today = await c.read_skill_file(skill, "data/today.md")  # what was refused was not counted
+        assert today.content == fake.TODAY_MD
+
+
 async def test_entries_over_the_limits_are_refused_before_any_read(app: Any, url: Any) -> None:
     async with client(url("big"), MODERN) as c:
         refunds, git, _ = await c.list_all_skills()

@@ -11,7 +11,8 @@ modes:
   ``skills/list``: ``skill://acme/billing/refunds`` (``SKILL.md``, ``examples/email.md``, a
   binary ``assets/logo.png`` served as a blob; the directory ``examples`` also holds
   ``new.md``, which its entry does not list, and which ``resources/read`` serves),
-  ``skill://git-workflow`` and the dynamic ``skill://reports/daily``;
+  ``skill://git-workflow`` and the dynamic ``skill://reports/daily`` (with ``data/today.md``,
+  and ``data/big.md``, 9 MiB);
 * ``digest``: ``SKILL.md`` of refunds served with other bytes of the same length;
 * ``size``: ``SKILL.md`` of refunds served with bytes added at its end;
 * ``frontmatter``: the entry's frontmatter says another description than ``SKILL.md``
@@ -73,7 +74,14 @@ FILES: dict[str, bytes] = {
     GIT: GIT_MD,
 }
 UNLISTED = "skill://acme/billing/refunds/examples/new.md"
-DYNAMIC_FILES: dict[str, bytes] = {DAILY: DAILY_MD, "skill://reports/daily/data/today.md": TODAY_MD, UNLISTED: NEW_MD}
+#: 9 MiB: a dynamic skill may be read up to 16 MiB in all, so the second read of it is refused.
+BIG_MD = b"x" * (9 * 1024 * 1024)
+DYNAMIC_FILES: dict[str, bytes] = {
+    DAILY: DAILY_MD,
+    "skill://reports/daily/data/today.md": TODAY_MD,
+    "skill://reports/daily/data/big.md": BIG_MD,
+    UNLISTED: NEW_MD,
+}
 MODES = ("honest", "digest", "size", "frontmatter", "file", "big", "nodir", "none")
 
 
