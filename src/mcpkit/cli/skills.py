@@ -28,7 +28,8 @@ __all__ = ["skills"]
 
 
 @click.group("skills")
-def skills() -> None:
+@click.pass_obj
+def skills(config: str | None) -> None:
     """A server's skills (the io.modelcontextprotocol/skills extension): list their
     entries, get one, read one verified.
 
@@ -36,6 +37,8 @@ def skills() -> None:
     skill's entry (size, SHA-256 digest, the SKILL.md frontmatter) before printing it,
     and exits 65 when it does not match.
     """
+    if config is not None:
+        raise click.UsageError("skills talks to one TARGET: --config is for list, call, read and prompt")
 
 
 @skills.command("list")

@@ -140,3 +140,12 @@ def test_a_server_without_the_extension_is_told_apart_and_sent_nothing(app: Any,
         assert proc.returncode == 2
         assert "does not declare the skills extension" in said(proc)
     assert [m for m in app.methods() if m.startswith(("skills/", "resources/"))] == []
+
+
+def test_skills_take_a_target_not_a_configuration(app: Any, url: Any, tmp_path: Any) -> None:
+    config = tmp_path / "servers.json"
+    config.write_text('{"mcpServers": {}}')
+    proc = mcpkit("--config", str(config), "skills", "list", url("honest"))
+    assert proc.returncode == 64
+    assert "--config is for" in said(proc)
+    assert app.methods() == []
