@@ -50,7 +50,7 @@ TIMEOUT = 3  # no answer within --timeout
 CONNECTION = 4  # the server could not be started or reached, or went away
 USAGE = 64  # a bad option or argument (sysexits EX_USAGE; click's own 2 would read as a protocol error)
 UNVERIFIED = 65  # `mcpkit skills read`: the server's content failed verification against its entry (EX_DATAERR)
-UNAVAILABLE = 69  # `mcpkit dev`: the MCP Inspector cannot be found or installed (EX_UNAVAILABLE)
+UNAVAILABLE = 69  # `mcpkit dev`: no MCP Inspector; `mcpkit skills read`: no PyYAML (EX_UNAVAILABLE)
 CANT_WRITE = 74  # `mcpkit install`: the host's configuration cannot be read or written (EX_IOERR)
 INTERRUPTED = 130  # Ctrl-C
 

@@ -5,7 +5,8 @@ its ``SKILL.md`` URI: neither reads a file of any skill. ``read`` loads the skil
 entry, then ``SKILL.md``, verified against it) and prints ``SKILL.md``, or, given FILE,
 that file of the skill, read only if the entry lists it and printed only once it
 matched the entry's size and digest. What fails verification is never printed: the
-command exits 65 (``UNVERIFIED``) and says why on stderr.
+command exits 65 (``UNVERIFIED``) and says why on stderr; without PyYAML (the ``skills``
+extra), which parses the frontmatter, ``read`` exits 69.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .common import Common, client_command, common_options
-from .session import OK
+from .session import OK, UNAVAILABLE
 
 if TYPE_CHECKING:
     from ..client.client import Client
@@ -97,6 +98,10 @@ def read(target: str, uri: str, file: str | None, allow_dynamic: bool, **common:
             found = skill.skill_md if file is None else await client.read_skill_file(skill, file)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="FILE" if file is not None else "URI") from None
+        except ImportError as exc:  # no PyYAML to parse the frontmatter with
+            missing = click.ClickException(str(exc))
+            missing.exit_code = UNAVAILABLE
+            raise missing from None
         _file(out, found)
         return OK
 

@@ -6,6 +6,7 @@ server was sent."""
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -149,3 +150,16 @@ def test_skills_take_a_target_not_a_configuration(app: Any, url: Any, tmp_path: 
     assert proc.returncode == 64
     assert "--config is for" in said(proc)
     assert app.methods() == []
+
+
+def test_read_without_pyyaml_says_which_extra_to_install(app: Any, url: Any, tmp_path: Any) -> None:
+    hidden = tmp_path / "yaml"
+    hidden.mkdir()
+    (hidden / "__init__.py").write_text("raise ImportError('PyYAML is hidden from this test')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = mcpkit("skills", "read", url("honest"), fake.GIT, env=env)
+    assert proc.returncode == 69
+    assert "pip install 'mcpkit[skills]'" in said(proc)
+    assert proc.stdout == ""
+    listed = mcpkit("skills", "list", url("honest"), env=env)  # listing needs no parser
+    assert listed.returncode == 0, listed.stderr
