@@ -99,13 +99,17 @@ def read(target: str, uri: str, file: str | None, allow_dynamic: bool, **common:
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="FILE" if file is not None else "URI") from None
         except ImportError as exc:  # no PyYAML to parse the frontmatter with
-            missing = click.ClickException(str(exc))
-            missing.exit_code = UNAVAILABLE
-            raise missing from None
+            raise _Missing(str(exc)) from None
         _file(out, found)
         return OK
 
     return client_command(target, Common(**common), action)
+
+
+class _Missing(click.ClickException):
+    """A library the command needs is not installed (exit 69)."""
+
+    exit_code = UNAVAILABLE
 
 
 def _table(out: Output, entries: list[Skill]) -> None:
