@@ -173,13 +173,18 @@ class LoadedSkill:
     def resolve(self, reference: str) -> str:
         """The URI a reference in the skill names: a path relative to the skill's root
         (``references/GUIDE.md``, ``./a/../b.md``), resolved as a filesystem path would
-        be, or an absolute URI, kept. A ``#fragment`` is dropped. Raises ``ValueError``
-        for an empty path, an absolute path, or one that climbs out of the root."""
-        if _SCHEME.match(reference):
-            return reference.split("#", 1)[0]
-        path = reference.split("#", 1)[0]
-        if path.startswith("/") or "\\" in path:
+        be, or an absolute URI (its path under the root resolved the same way). A
+        ``#fragment`` is dropped. Raises ``ValueError`` for an empty path, an absolute
+        path, or one that climbs out of the root."""
+        target = reference.split("#", 1)[0]
+        if _SCHEME.match(target):
+            prefix = self.root + "/"
+            return self._under_root(target[len(prefix) :], reference) if target.startswith(prefix) else target
+        if target.startswith("/") or "\\" in target:
             raise ValueError(f"{flatten_text(reference, 256)!r}: a file of a skill is named relative to its root, or by its URI")
+        return self._under_root(target, reference)
+
+    def _under_root(self, path: str, reference: str) -> str:
         parts: list[str] = []
         for segment in path.split("/"):
             if segment in ("", "."):

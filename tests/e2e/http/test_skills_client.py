@@ -183,7 +183,11 @@ async def test_a_dynamic_skill_loads_only_when_the_caller_opts_in(app: Any, url:
         with pytest.raises(SkillVerificationError) as outside:
             await c.read_skill_file(skill, fake.UNLISTED)  # a URI outside its root
         assert outside.value.reason == "unlisted"
-    assert app.reads() == [fake.DAILY, "skill://reports/daily/data/today.md"]
+        with pytest.raises(ValueError, match="out of the skill's root"):  # a URI that climbs out of it
+            await c.read_skill_file(skill, "skill://reports/daily/../../acme/billing/refunds/examples/new.md")
+        again = await c.read_skill_file(skill, "skill://reports/daily/./data/x/../today.md")
+        assert again.uri == "skill://reports/daily/data/today.md"
+    assert app.reads() == [fake.DAILY, "skill://reports/daily/data/today.md", "skill://reports/daily/data/today.md"]
 
 
 async def test_what_is_read_of_a_dynamic_skill_is_bounded_by_16_mib_in_all(app: Any, url: Any) -> None:
