@@ -202,6 +202,18 @@ async def test_what_is_read_of_a_dynamic_skill_is_bounded_by_16_mib_in_all(app: 
         assert today.content == fake.TODAY_MD
 
 
+async def test_a_read_that_does_not_answer_the_file_is_refused(app: Any, url: Any) -> None:
+    async with client(url("garbled"), MODERN) as c:
+        for uri, why in ((fake.REFUNDS, "once"), (fake.GIT, "both"), (fake.DAILY, "not base64")):
+            with pytest.raises(SkillVerificationError, match=why) as refused:
+                await c.load_skill(uri, allow_dynamic=True)
+            assert refused.value.reason == "content"
+        with pytest.raises(SkillVerificationError, match="answered the entry of skill://git-workflow") as other:
+            await c.load_skill("skill://other/SKILL.md")  # skills/get answered another skill's entry
+        assert other.value.reason == "entry"
+    assert app.reads() == [fake.REFUNDS, fake.GIT, fake.DAILY]
+
+
 async def test_entries_over_the_limits_are_refused_before_any_read(app: Any, url: Any) -> None:
     async with client(url("big"), MODERN) as c:
         refunds, git, _ = await c.list_all_skills()

@@ -19,6 +19,9 @@ modes:
   (whose digest and size the entry gives rightly);
 * ``file``: ``examples/email.md`` served with other bytes;
 * ``big``: an entry listing 513 files, and one adding up to more than 16 MiB;
+* ``garbled``: ``resources/read`` answers no contents for refunds' ``SKILL.md``, text and
+  a blob at once for git-workflow's, a blob that is not base64 for daily's; ``skills/get``
+  of ``skill://other/SKILL.md`` answers git-workflow's entry;
 * ``nodir``: the extension without ``directoryRead``;
 * ``none``: no extension (``skills/*`` answered -32601, were they sent).
 """
@@ -82,7 +85,7 @@ DYNAMIC_FILES: dict[str, bytes] = {
     "skill://reports/daily/data/big.md": BIG_MD,
     UNLISTED: NEW_MD,
 }
-MODES = ("honest", "digest", "size", "frontmatter", "file", "big", "nodir", "none")
+MODES = ("honest", "digest", "size", "frontmatter", "file", "big", "garbled", "nodir", "none")
 
 
 def digest(data: bytes) -> str:
@@ -215,7 +218,8 @@ class SkillsApp:
                 result["nextCursor"] = str(page + 1)
             return {"result": result}
         if method == "skills/get" and mode != "none":
-            found = next((skill for skill in entries(mode) if skill["uri"] == params.get("uri")), None)
+            wanted = GIT if mode == "garbled" and params.get("uri") == "skill://other/SKILL.md" else params.get("uri")
+            found = next((skill for skill in entries(mode) if skill["uri"] == wanted), None)
             if found is None:
                 return _error(-32602, f"No skill is served at {params.get('uri')}")
             return {"result": {**complete, **cache, "skill": found}}
@@ -227,6 +231,13 @@ class SkillsApp:
         if method == "resources/read":
             uri = params.get("uri", "")
             data = served(mode, uri)
+            if mode == "garbled":
+                garbled = {
+                    REFUNDS: [],
+                    GIT: [{"uri": GIT, "text": GIT_MD.decode(), "blob": base64.b64encode(GIT_MD).decode()}],
+                    DAILY: [{"uri": DAILY, "blob": "not base64!"}],
+                }
+                return {"result": {**complete, **cache, "contents": garbled[uri]}}
             if data is None:
                 return _error(-32602, f"Resource not found: {uri}")
             if uri.endswith(".png"):
