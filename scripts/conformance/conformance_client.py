@@ -52,6 +52,7 @@ from mcpkit import (
     OAuthClientMetadata,
     PreRegisteredClient,
     Root,
+    SkillVerificationError,
 )
 
 Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
@@ -121,6 +122,27 @@ async def schema_round_trip(client: Client, context: dict[str, Any]) -> None:
     await client.call_tool("json_schema_echo", {"schema": schema})
 
 
+async def skills_listed(client: Client, context: dict[str, Any]) -> None:
+    """A host building its skill registry: every entry listed, nothing of any skill read
+    (no skill is loaded)."""
+    async for skill in client.iter_skills():
+        logging.info("skill %s: %s", skill.uri, skill.frontmatter.get("description"))
+
+
+async def skills_loaded(client: Client, context: dict[str, Any]) -> None:
+    """A host that loads each listed skill and then reads every file its entry lists.
+    A skill whose content fails verification is refused (logged) and none of its other
+    files is read; the scenario's mock serves one that fails."""
+    for entry in await client.list_all_skills():
+        try:
+            skill = await client.load_skill(entry)
+        except SkillVerificationError as exc:
+            logging.warning("refused skill %s (%s): %s", exc.uri, exc.reason, exc.message)
+            continue
+        for path in skill.files or []:
+            await client.read_skill_file(skill, path)
+
+
 async def generic(client: Client, context: dict[str, Any]) -> None:
     """Scenarios without a handler of their own: list the tools and call each one."""
     await call_every_tool(client)
@@ -136,6 +158,10 @@ SCENARIOS: dict[str, Scenario] = {
     "http-standard-headers": standard_headers,
     "http-custom-headers": context_tool_calls,
     "http-invalid-tool-headers": generic,  # the invalid tools are never listed, so never called
+    "sep-2640-client-no-prefetch": skills_listed,
+    "sep-2640-client-verify-digest": skills_loaded,
+    "sep-2640-client-verify-size": skills_loaded,
+    "sep-2640-client-verify-frontmatter": skills_loaded,
 }
 
 

@@ -52,6 +52,11 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .client.options import ClientOptions as ClientOptions, RequestOptions as RequestOptions
     from .client.results import UnexpectedResultType as UnexpectedResultType
     from .client.retry import RetriesExhausted as RetriesExhausted, RetryPolicy as RetryPolicy
+    from .client.skills import (
+        LoadedSkill as LoadedSkill,
+        SkillFile as SkillFile,
+        SkillVerificationError as SkillVerificationError,
+    )
     from .client.subscriptions import Subscription as Subscription, SubscriptionEvent as SubscriptionEvent
     from .client.sync import SyncClient as SyncClient
     from .client.tasks import TaskHandle as TaskHandle
@@ -92,6 +97,12 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
         ElicitResult as ElicitResult,
         SamplingMessage as SamplingMessage,
         UrlElicitationRequired as UrlElicitationRequired,
+    )
+    from .protocol.skills import (
+        DirectoryReadResult as DirectoryReadResult,
+        ListSkillsResult as ListSkillsResult,
+        Skill as Skill,
+        SkillResource as SkillResource,
     )
     from .protocol.tasks import Task as Task
     from .protocol.types import (
@@ -195,6 +206,10 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "tasks (docs/tasks.md)": {
         ".protocol.tasks": ("Task",),
         ".stores.tasks": ("TaskStore", "InMemoryTaskStore", "TaskRecord", "TaskStoreFull"),
+    },
+    "skills, client side (docs/skills-client.md)": {
+        ".client.skills": ("LoadedSkill", "SkillFile", "SkillVerificationError"),
+        ".protocol.skills": ("Skill", "SkillResource", "ListSkillsResult", "DirectoryReadResult"),
     },
     "transports": {
         ".transports.base": ("Transport",),

@@ -226,4 +226,3 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
             raise
     except OSError as exc:
         raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
-

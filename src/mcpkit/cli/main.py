@@ -1,12 +1,14 @@
 """The ``mcpkit`` command (docs/cli.md): ``run`` and ``dev`` serve a server of yours;
 ``list``, ``call``, ``read`` and ``prompt`` talk to any server, spawned (a command
 line) or remote (a URL), or to all the servers of a host's configuration file;
+``skills`` lists, gets and reads (verified) a server's skills (``skills.py``);
 ``install`` adds a server to a host's configuration.
 
 Exit codes: 0 ok, 1 the tool failed (``isError``) or ``install`` refused to replace an
 entry, 2 the server answered with a protocol error, 3 timeout, 4 the server could not be
-started or reached; 64 a usage error, 69 ``dev`` without an Inspector, 74 ``install``
-cannot write the host's file, 130 interrupted. ``--config FILE`` runs ``list``, ``call``,
+started or reached; 64 a usage error, 65 a skill's content failed verification (``skills
+read``), 69 ``dev`` without an Inspector, 74 ``install`` cannot write the host's file, 130
+interrupted. ``--config FILE`` runs ``list``, ``call``,
 ``read`` and ``prompt`` over the servers of a host's configuration file (``hosting.py``),
 and ``proxy`` serves them all through one proxy (``proxying.py``); ``install`` adds a
 server to a host's (``install.py``).
@@ -30,6 +32,14 @@ import click
 
 from .._version import __version__
 from ..protocol.versions import supports
+from .common import (
+    ERAS as _ERAS,
+    Common as _Common,
+    client_command as _client_command,
+    common_options as _common_options,
+    headers_of as _headers,
+    options_of as _options,
+)
 from .serving import serve
 from .session import (
     CANT_WRITE,
@@ -39,12 +49,11 @@ from .session import (
     USAGE,
     client_options,
     parse_target,
-    run_session,
 )
+from .skills import skills
 
 if TYPE_CHECKING:
     from ..client.client import Client
-    from ..client.options import ClientOptions
     from ..host.group import ClientGroup
     from ..protocol.types import CallToolResult
     from ..server.server import Server
@@ -52,47 +61,6 @@ if TYPE_CHECKING:
     from .render import Output
 
 __all__ = ["main", "cli"]
-
-_ERAS = click.Choice(["auto", "modern", "legacy"])
-_LOG_LEVELS = click.Choice(["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"])
-
-
-@dataclasses.dataclass(frozen=True)
-class _Common:
-    """The options every client command takes."""
-
-    era: str
-    timeout: float
-    as_json: bool
-    headers: tuple[str, ...]
-    log_level: str | None
-
-
-def _common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option("--era", type=_ERAS, default="auto", show_default=True,
-                     help="Protocol era: probe (auto), modern (2026-07-28) or legacy (2025-11-25)."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-                     help="Seconds to wait for each answer (exit code 3 past it)."),
-        click.option("--json", "as_json", is_flag=True, help="Print the result (or the error) as JSON on stdout."),
-        click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'",
-                     help="An HTTP header for a URL target (repeatable)."),
-        click.option("--log-level", type=_LOG_LEVELS, default=None,
-                     help="Ask the server for log messages from this level on; they are printed on stderr."),
-    ]  # fmt: skip
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def _headers(values: Sequence[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for value in values:
-        name, sep, text = value.partition(":")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{value!r} is not 'Name: value'", param_hint="--header")
-        headers[name.strip()] = text.strip()
-    return headers
 
 
 def _arguments(text: str | None, pairs: Sequence[str], *, strings: bool = False) -> dict[str, Any]:
@@ -106,7 +74,7 @@ def _arguments(text: str | None, pairs: Sequence[str], *, strings: bool = False)
         except ValueError as exc:
             raise click.BadParameter(f"not valid JSON: {exc}", param_hint="ARGUMENTS") from None
         if not isinstance(value, dict):
-            raise click.BadParameter("must be a JSON object, such as '{\"name\": \"value\"}'", param_hint="ARGUMENTS")
+            raise click.BadParameter('must be a JSON object, such as \'{"name": "value"}\'', param_hint="ARGUMENTS")
         args.update(value)
     for pair in pairs:
         name, sep, raw = pair.partition("=")
@@ -119,34 +87,6 @@ def _arguments(text: str | None, pairs: Sequence[str], *, strings: bool = False)
     if strings:
         args = {key: value if isinstance(value, str) else json.dumps(value) for key, value in args.items()}
     return args
-
-
-def _client_command(target: str, common: _Common, action: Callable[[Client, Output], Awaitable[int]]) -> int:
-    """Run ``action`` against ``target``; the exit code."""
-    from .render import Output
-
-    out = Output(common.as_json)
-    try:
-        where = parse_target(target, _headers(common.headers))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="TARGET") from None
-
-    def on_log(level: str, data: Any, logger: str | None) -> None:
-        text = data if isinstance(data, str) else json.dumps(data)
-        out.err.print(f"[dim]log {level}{' ' + logger if logger else ''}: {text}[/]", markup=True, highlight=False)
-
-    options = _options(common, on_log)
-    try:
-        return asyncio.run(run_session(where, options, lambda client: action(client, out), out.error))
-    except KeyboardInterrupt:
-        return INTERRUPTED
-
-
-def _options(common: _Common, on_log: Callable[[str, Any, str | None], None] | None) -> ClientOptions:
-    try:
-        return client_options(common.era, common.timeout, on_log, common.log_level)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 def _group_command(config: str, common: _Common, plan: Callable[[ClientGroup], Plan], action: GroupCommand) -> int:
@@ -253,13 +193,25 @@ def run(app: str, use_http: bool, host: str | None, port: int | None, path: str 
 @click.option("--host", default=None, help="The address to listen on with --http.  [default: 127.0.0.1]")
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="The port to listen on with --http.  [default: 8000]")
 @click.option("--path", default=None, help="The endpoint's path with --http.  [default: /mcp]")
-@click.option("--era", type=_ERAS, default="auto", show_default=True,
-              help="The protocol era to speak to TARGET: probe (auto), modern (2026-07-28) or legacy (2025-11-25).")
-@click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'",
-              help="An HTTP header for a URL target: the proxy's own credentials (repeatable).")
+@click.option(
+    "--era",
+    type=_ERAS,
+    default="auto",
+    show_default=True,
+    help="The protocol era to speak to TARGET: probe (auto), modern (2026-07-28) or legacy (2025-11-25).",
+)
+@click.option(
+    "-H",
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="An HTTP header for a URL target: the proxy's own credentials (repeatable).",
+)
 @click.option("--name", default="proxy", show_default=True, help="The proxy's server name.")
-@click.option("--shared", is_flag=True,
-              help="One upstream session for every client (default: one for each legacy client session).")
+@click.option(
+    "--shared", is_flag=True, help="One upstream session for every client (default: one for each legacy client session)."
+)
 @click.option("--server", "servers", multiple=True, metavar="NAME", help="With --config: only this server (repeatable).")
 @click.pass_obj
 def proxy_(config: str | None, /, words: tuple[str, ...], use_http: bool, host: str | None, port: int | None, path: str | None,
@@ -574,6 +526,9 @@ def dev(app: str, port: int, inspector_port: int, era: str, open_browser: bool) 
     from .dev import run_dev
 
     return run_dev(app, port=port, inspector_port=inspector_port, era=era, open_browser=open_browser)
+
+
+cli.add_command(skills)  # `mcpkit skills list|get|read` (skills.py)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

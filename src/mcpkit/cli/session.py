@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 
 from ..client.client import Client
 from ..client.options import ClientOptions
+from ..client.skills import SkillVerificationError
 from ..protocol.errors import INTERNAL_ERROR, ConnectionClosed, McpError, RequestTimeout
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..transports.base import Transport
@@ -28,6 +29,7 @@ __all__ = [
     "TIMEOUT",
     "CONNECTION",
     "USAGE",
+    "UNVERIFIED",
     "UNAVAILABLE",
     "CANT_WRITE",
     "INTERRUPTED",
@@ -47,7 +49,8 @@ PROTOCOL_ERROR = 2  # the server answered with a JSON-RPC error
 TIMEOUT = 3  # no answer within --timeout
 CONNECTION = 4  # the server could not be started or reached, or went away
 USAGE = 64  # a bad option or argument (sysexits EX_USAGE; click's own 2 would read as a protocol error)
-UNAVAILABLE = 69  # `mcpkit dev`: the MCP Inspector cannot be found or installed (EX_UNAVAILABLE)
+UNVERIFIED = 65  # `mcpkit skills read`: the server's content failed verification against its entry (EX_DATAERR)
+UNAVAILABLE = 69  # `mcpkit dev`: no MCP Inspector; `mcpkit skills read`: no PyYAML (EX_UNAVAILABLE)
 CANT_WRITE = 74  # `mcpkit install`: the host's configuration cannot be read or written (EX_IOERR)
 INTERRUPTED = 130  # Ctrl-C
 
@@ -142,6 +145,9 @@ def report_failure(
     if isinstance(exc, OSError):
         report(CONNECTION, "connection", None, _with_stderr(f"cannot start or reach the server: {exc}", stderr[-15:]), None)
         return CONNECTION
+    if isinstance(exc, SkillVerificationError):
+        report(UNVERIFIED, "verification", exc.code, exc.message, exc.data)
+        return UNVERIFIED
     data = exc.data if isinstance(exc.data, dict) else None
     if data is not None and isinstance(data.get("status"), int) and "body" in data:
         # an HTTP refusal (wrong path, unauthorized, ...), not an answer of the protocol

@@ -2,15 +2,16 @@
 transport — a facade. Its state and its path to the wire are a
 :class:`~.session.Session` (the call core); the feature requests (tools, resources,
 prompts, completions) are the base of :mod:`.features`, built on that session; tasks are
-:mod:`.tasks`, subscriptions :mod:`.subscriptions`. Nothing else in the package imports
+:mod:`.tasks`, subscriptions :mod:`.subscriptions`, skills :mod:`.skills`. Nothing else in the package imports
 this module (only the blocking facade over it, :mod:`.sync`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Collection
 from types import TracebackType
 from typing import Any, Literal
 
+from ..protocol.skills import DirectoryReadResult, ListSkillsResult, Skill
 from ..protocol.tasks import Task
 from ..protocol.types import DiscoverResult, Implementation, Root, Tool
 from ..runtime.peer import ProgressCallback
@@ -20,6 +21,7 @@ from .features import FeatureRequests
 from .options import ClientOptions, RequestOptions
 from .retry import RetryPolicy
 from .session import Session
+from .skills import LoadedSkill, SkillFile, Skills
 from .subscriptions import Subscription
 from .tasks import TaskHandle, cancel_task, get_task, start_task, update_task
 
@@ -64,6 +66,7 @@ class Client(FeatureRequests):
         self.server_capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
         self._session = Session(self.transport, self.options, self)
+        self._skills = Skills(self._session)
         super().__init__(self._session)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -202,6 +205,68 @@ class Client(FeatureRequests):
         """``tasks/cancel``: ask the server to stop the task (cooperative; ``get_task``
         tells how it ended)."""
         await cancel_task(self._session, task_id, timeout=timeout)
+
+    # --- skills (docs/skills-client.md) ----------------------------------------------------------
+
+    async def list_skills(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListSkillsResult:
+        """``skills/list``: one page of the server's skill entries (pass ``next_cursor``
+        back as ``cursor`` for the next). Nothing of a skill is read: an entry is what
+        :meth:`load_skill` checks the skill against later.
+
+        Raises a local :class:`McpError` (-32601), sending nothing, when the server did
+        not declare the skills extension; else as every typed call does."""
+        return await self._skills.page(cursor, timeout=timeout, retry=retry)
+
+    async def list_all_skills(self, *, max_pages: int = 100) -> list[Skill]:
+        """Every skill entry, following ``nextCursor`` (at most ``max_pages`` pages)."""
+        return await self._skills.list_all(max_pages)
+
+    def iter_skills(self, *, max_pages: int = 100) -> AsyncIterator[Skill]:
+        """``async for skill in client.iter_skills()``: every skill entry, a page fetched
+        when the one before is used up (at most ``max_pages`` pages)."""
+        return self._skills.iterate(max_pages)
+
+    async def get_skill(self, uri: str, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> Skill:
+        """``skills/get``: the entry of the skill whose ``SKILL.md`` is at ``uri`` (a
+        skill the listing leaves out too). Raises ``ValueError`` for a URI that does not
+        end in ``/SKILL.md``, :class:`McpError` (-32602) for one the server does not
+        serve, the local -32601 without the extension, as :meth:`list_skills` says."""
+        return await self._skills.get(uri, timeout=timeout, retry=retry)
+
+    async def load_skill(self, skill: Skill | str, *, allow_dynamic: bool = False, timeout: float | None = None) -> LoadedSkill:
+        """Load a skill: its entry (given, or a URI whose entry ``skills/get`` fetches)
+        is checked first (within 512 files and 16 MiB, ``SKILL.md`` listed), then
+        ``SKILL.md`` is read and checked against it (its length, its SHA-256, its YAML
+        frontmatter field by field). A ``"dynamic"`` skill, which has no digests, loads
+        only with ``allow_dynamic=True``, its reads bounded by 16 MiB in all.
+
+        Raises :class:`SkillVerificationError` for anything that fails (the content is
+        never returned), ``ImportError`` without PyYAML (``mcpkit[skills]``), and as
+        :meth:`get_skill` and ``read_resource`` do."""
+        return await self._skills.load(skill, allow_dynamic=allow_dynamic, timeout=timeout)
+
+    async def read_skill_file(self, skill: LoadedSkill, path: str, *, timeout: float | None = None) -> SkillFile:
+        """Read one file of a loaded skill: ``path`` relative to its root
+        (``"references/FORMS.md"``) or the file's URI. Only a file the held entry lists
+        is read, and it is checked against the entry's size and digest; a file read
+        before is not read again.
+
+        Raises :class:`SkillVerificationError` (``"unlisted"`` without sending anything,
+        ``"size"``, ``"digest"``), ``ValueError`` for a path out of the root or a skill
+        loaded by another client, and as ``read_resource`` does."""
+        return await self._skills.read_file(skill, path, timeout=timeout)
+
+    async def read_directory(
+        self, uri: str, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> DirectoryReadResult:
+        """``resources/directory/read``: one page of the direct children of the
+        directory resource at ``uri`` (subdirectories have ``mime_type`` ``"inode/directory"``).
+        A live view, which grants nothing: only the files a held entry lists are read.
+        Raises the local -32601, sending nothing, unless the server declared the skills
+        extension with ``directoryRead: true``."""
+        return await self._skills.read_directory(uri, cursor, timeout=timeout, retry=retry)
 
     # --- changes and pagination (docs/subscriptions.md) -------------------------------------
 

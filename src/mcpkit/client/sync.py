@@ -11,6 +11,7 @@ from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from ..protocol.skills import DirectoryReadResult, ListSkillsResult, Skill
 from ..protocol.tasks import Task
 from ..protocol.types import (
     CallToolResult,
@@ -35,6 +36,7 @@ from .apps import ToolUi
 from .client import Client
 from .options import ClientOptions, RequestOptions
 from .retry import RetryPolicy
+from .skills import LoadedSkill, SkillFile
 
 __all__ = ["SyncClient"]
 
@@ -342,6 +344,36 @@ class SyncClient:
     def cancel_task(self, task_id: str, *, timeout: float | None = None) -> None:
         """:meth:`Client.cancel_task`, blocking."""
         self._runner.run(self._client.cancel_task(task_id, timeout=timeout))
+
+    # --- skills (docs/skills-client.md) -----------------------------------------------------
+
+    def list_skills(
+        self, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> ListSkillsResult:
+        """:meth:`Client.list_skills`, blocking."""
+        return self._runner.run(self._client.list_skills(cursor, timeout=timeout, retry=retry))
+
+    def list_all_skills(self, *, max_pages: int = 100) -> list[Skill]:
+        """:meth:`Client.list_all_skills`, blocking."""
+        return self._runner.run(self._client.list_all_skills(max_pages=max_pages))
+
+    def get_skill(self, uri: str, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> Skill:
+        """:meth:`Client.get_skill`, blocking."""
+        return self._runner.run(self._client.get_skill(uri, timeout=timeout, retry=retry))
+
+    def load_skill(self, skill: Skill | str, *, allow_dynamic: bool = False, timeout: float | None = None) -> LoadedSkill:
+        """:meth:`Client.load_skill`, blocking."""
+        return self._runner.run(self._client.load_skill(skill, allow_dynamic=allow_dynamic, timeout=timeout))
+
+    def read_skill_file(self, skill: LoadedSkill, path: str, *, timeout: float | None = None) -> SkillFile:
+        """:meth:`Client.read_skill_file`, blocking."""
+        return self._runner.run(self._client.read_skill_file(skill, path, timeout=timeout))
+
+    def read_directory(
+        self, uri: str, cursor: str | None = None, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> DirectoryReadResult:
+        """:meth:`Client.read_directory`, blocking."""
+        return self._runner.run(self._client.read_directory(uri, cursor, timeout=timeout, retry=retry))
 
     def send_request(
         self, method: str, params: dict[str, Any] | None = None, options: RequestOptions | None = None
