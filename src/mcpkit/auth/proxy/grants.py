@@ -52,7 +52,9 @@ async def token(settings: ProxySettings, request: ProxyRequest) -> Response:
 
 async def _revoke_grant(settings: ProxySettings, grant_id: str) -> bool:
     """Mark the grant revoked (False: the store is full and could not)."""
-    return await settings.store.put("revoked", f"grant:{grant_id}", {}, settings.refresh_token_ttl + settings.access_token_ttl)
+    return await settings.store.put(
+        "revoked", f"grant:{grant_id}", {"revoked": True}, settings.refresh_token_ttl + settings.access_token_ttl
+    )
 
 
 async def _code(settings: ProxySettings, client: dict[str, Any], form: dict[str, str]) -> Response:
@@ -146,6 +148,6 @@ async def revoke(settings: ProxySettings, request: ProxyRequest) -> Response:
         return json_response(200, {})
     if claims.get("client_id") == client["client_id"]:
         ttl = max(1.0, float(claims["exp"]) - time.time() + 120)
-        if not await settings.store.put("revoked", f"token:{claims['jti']}", {}, ttl):
+        if not await settings.store.put("revoked", f"token:{claims['jti']}", {"revoked": True}, ttl):
             return oauth_error("temporarily_unavailable", "cannot record the revocation now", 503)
     return json_response(200, {})

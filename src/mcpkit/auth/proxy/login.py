@@ -155,11 +155,12 @@ async def callback(settings: ProxySettings, request: ProxyRequest) -> Response:
     error (``server_error`` when the provider failed)."""
     q = request.query
     login_id = q.get("state", "")
-    login = await settings.store.take("login", login_id) if login_id else None
+    login = await settings.store.get("login", login_id) if login_id else None
+    if login is not None and (not _same_browser(request, login_id, login) or not login.get("approved")):
+        return _page(403, "Refused", "This sign-in was not begun in this browser.")  # and the login stays the user's
+    login = await settings.store.take("login", login_id) if login is not None else None
     if login is None:
         return _page(400, "This sign-in is over", "Unknown or finished sign-in; start again from the application.")
-    if not _same_browser(request, login_id, login) or not login.get("approved"):
-        return _page(403, "Refused", "This sign-in was not begun in this browser.")
     upstream_issuer = settings.upstream.provider.issuer
     if "iss" in q and upstream_issuer is not None and q["iss"] != upstream_issuer:
         return _error(settings, login, "server_error", "the identity provider's answer names another issuer")

@@ -129,11 +129,10 @@ class ProxyVerifier:
     async def verify(self, token: str) -> AccessToken:
         claims = self._minter.decode(token, leeway=self.leeway)
         try:
-            revoked = await self._store.get("revoked", f"token:{claims['jti']}") or await self._store.get(
-                "revoked", f"grant:{claims.get('gid')}"
-            )
+            revoked = await self._store.get("revoked", f"token:{claims['jti']}") is not None
+            revoked = revoked or await self._store.get("revoked", f"grant:{claims.get('gid')}") is not None
         except StoreUnavailable as exc:
             raise VerifierUnavailable(str(exc)) from None
-        if revoked is not None:
+        if revoked:
             raise InvalidToken("the token was revoked")
         return identity_from_claims(claims)
