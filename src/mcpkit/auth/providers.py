@@ -73,10 +73,12 @@ def entra(tenant: str, *, scopes: Sequence[str] = (*_OIDC, "offline_access"),
     return oidc(f"{authority.rstrip('/')}/{tenant}/v2.0", name="Microsoft Entra ID", scopes=scopes, subject_claim="oid")
 
 
-def auth0(domain: str, *, scopes: Sequence[str] = _OIDC, scheme: str = "https") -> UpstreamProvider:
+def auth0(domain: str, *, scopes: Sequence[str] = _OIDC, scheme: str = "https",
+          registration: bool = False) -> UpstreamProvider:  # fmt: skip
     """Auth0, the tenant at ``domain`` (``example.eu.auth0.com`` or a custom domain). A
-    tenant with dynamic registration turned on can serve MCP clients directly."""
-    return oidc(f"{scheme}://{domain}/", name="Auth0", scopes=scopes)
+    tenant with dynamic registration turned on (``registration=True``) can serve MCP
+    clients directly."""
+    return oidc(f"{scheme}://{domain}/", name="Auth0", scopes=scopes, supports_registration=registration)
 
 
 def workos(domain: str, *, scopes: Sequence[str] = _OIDC, scheme: str = "https") -> UpstreamProvider:
