@@ -9,6 +9,7 @@ requests a client (or an attacker) could send.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import html
@@ -497,3 +498,51 @@ async def test_signing_out_revokes_the_tokens(world: World) -> None:
             assert record is not None
             assert await auth.logout() is True  # the proxy's metadata names its revocation endpoint
     assert_invalid_token(await call_mcp(world, record["access_token"]), "revoked")
+
+
+# --- the official SDK's client ---------------------------------------------------------------------------
+
+
+async def test_the_official_client_signs_in_through_the_proxy(world: World) -> None:
+    """The official ``mcp`` client discovers the proxy, registers, has the user approve
+    and sign in upstream (its redirect handler is the browser, which stops at the client's
+    redirect URI), and calls a tool, stepping up to ``admin`` for the scoped one."""
+    import httpx2
+    from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+    from mcp.client.client import Client as OfficialClient
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import OAuthClientMetadata
+
+    from .test_authorization_flow import OfficialStorage
+
+    redirect_uri = "http://127.0.0.1:1/callback"  # never reached: the handler reads the redirect
+    arrived: asyncio.Queue[dict[str, list[str]]] = asyncio.Queue()
+    async with Browser() as browser:
+
+        async def redirect_handler(authorization_url: str) -> None:
+            answer = await browser.go(authorization_url, stop_at=redirect_uri)
+            assert answer.status_code == 302, answer.text
+            arrived.put_nowait(parse_qs(urlsplit(answer.headers["location"]).query))
+
+        async def callback_handler() -> AuthorizationCodeResult:
+            params = await asyncio.wait_for(arrived.get(), 10)
+            return AuthorizationCodeResult(code=params["code"][0], state=params["state"][0], iss=params["iss"][0])
+
+        metadata = OAuthClientMetadata(
+            client_name="official client",
+            redirect_uris=[redirect_uri],  # type: ignore[list-item]
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        )
+        provider = OAuthClientProvider(world.mcp_url, metadata, OfficialStorage(), redirect_handler, callback_handler)
+        async with (
+            httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(10, read=20)) as http,
+            OfficialClient(streamable_http_client(world.mcp_url, http_client=http), mode=MODERN_VERSION) as client,
+        ):
+            who = json.loads((await client.call_tool("whoami", {})).content[0].text)  # type: ignore[union-attr]
+            purged = await client.call_tool("purge", {})
+    assert who["subject"] == ("4242" if world.like == "github" else "alice")
+    assert who["claims"]["aud"] == world.mcp_url
+    assert purged.content[0].text == "purged"  # type: ignore[union-attr]
+    assert len(browser.consents) == 1  # asked once: the step-up reused the approval
