@@ -116,6 +116,7 @@ class Browser:
     user: str = "alice"
     approves: bool = True
     consents: list[str] = field(default_factory=list)  # the clients whose consent was asked
+    scopes: list[list[str]] = field(default_factory=list)  # the scopes each time
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=10))
 
     async def go(self, url: str, stop_at: str | None = None) -> httpx.Response:
@@ -135,6 +136,7 @@ class Browser:
     async def answer(self, page: httpx.Response) -> httpx.Response:
         client = re.search(r"\(client <code>([^<]+)</code>\)", page.text)
         self.consents.append(html.unescape(client.group(1)) if client else "?")
+        self.scopes.append(sorted(html.unescape(s) for s in re.findall(r"<li><code>([^<]+)</code></li>", page.text)))
         action = html.unescape(re.search(r'action="([^"]+)"', page.text).group(1))  # type: ignore[union-attr]
         login = html.unescape(re.search(r'name=login value="([^"]+)"', page.text).group(1))  # type: ignore[union-attr]
         origin = "{0.scheme}://{0.netloc}".format(urlsplit(action))
@@ -170,14 +172,15 @@ async def tool(client: Client, name: str) -> Any:
 async def test_sign_in_through_the_proxy_and_call_a_scoped_tool(world: World) -> None:
     async with Browser() as browser, Client(HttpTransport(world.mcp_url, auth=login(browser)), options=MODERN) as client:
         me = await tool(client, "whoami")
-        assert await tool(client, "purge") == "purged"  # a step-up to admin, no second consent
+        assert await tool(client, "purge") == "purged"  # a step-up to admin: asked again, for admin
     expected = "4242" if world.like == "github" else "alice"
     assert me["subject"] == expected
     assert me["scopes"] == ["mcp"]
     assert me["claims"]["iss"] == world.origin
     assert me["claims"]["aud"] == world.mcp_url
     assert me["claims"]["email" if world.like != "github" else "login"] in ("alice@example.com", "alice")
-    assert len(browser.consents) == 1  # asked once, for this client and redirect URI
+    assert len(browser.consents) == 2  # for mcp, then for admin too; the same client
+    assert browser.scopes == [["mcp"], ["admin", "mcp"]]
     # upstream, the proxy signed in with its own client and PKCE
     authorizations = world.idp.calls("authorize")
     assert authorizations
@@ -199,7 +202,7 @@ async def test_a_user_without_the_scope_gets_insufficient_scope(world: World) ->
         with pytest.raises(McpError) as refused:
             await client.call_tool("purge", {})
     assert refused.value.data == {"status": 403, "body": "Forbidden: insufficient scope"}  # after the step-ups
-    assert len(browser.consents) == 1
+    assert browser.scopes == [["mcp"], ["admin", "mcp"]]  # admin approved by Bob, withheld by the policy
 
 
 async def test_the_provider_presets_say_whether_the_proxy_is_needed(world: World) -> None:
@@ -545,4 +548,4 @@ async def test_the_official_client_signs_in_through_the_proxy(world: World) -> N
     assert who["subject"] == ("4242" if world.like == "github" else "alice")
     assert who["claims"]["aud"] == world.mcp_url
     assert purged.content[0].text == "purged"  # type: ignore[union-attr]
-    assert len(browser.consents) == 1  # asked once: the step-up reused the approval
+    assert len(browser.consents) == 2  # once for mcp, once more for admin

@@ -5,8 +5,9 @@ The proxy is one client of the upstream provider, so once a user has let the pro
 upstream, the provider may not ask again — whichever MCP client started the login. Before
 sending the browser upstream, the proxy therefore asks the user itself, naming the client
 (its registered name) and where the code will go (its redirect URI), and remembers the
-approval for that *pair* only, in a cookie signed with the proxy's secret: another client,
-or the same client with another redirect URI, is asked again. The approval form is bound
+approval for that *pair* and the scopes approved only, in a cookie signed with the proxy's
+secret: another client, the same client with another redirect URI, or asking for a scope
+the user did not approve, is asked again. The approval form is bound
 to the browser that was shown it (a random value in a cookie of its own, compared on the
 POST), so a page elsewhere cannot submit it for the user.
 """
@@ -48,9 +49,9 @@ class ConsentJar:
     def _sign(self, payload: bytes) -> str:
         return base64.urlsafe_b64encode(hmac.new(self._secret, payload, hashlib.sha256).digest()).rstrip(b"=").decode()
 
-    def approvals(self, cookie: str | None) -> dict[str, float]:
-        """The live approvals a cookie carries (pair -> until); none for a cookie whose
-        signature does not hold."""
+    def approvals(self, cookie: str | None) -> dict[str, tuple[float, list[str]]]:
+        """The live approvals a cookie carries (pair -> until, scopes); none for a cookie
+        whose signature does not hold."""
         if not cookie or "." not in cookie:
             return {}
         body, _, signature = cookie.rpartition(".")
@@ -67,21 +68,28 @@ class ConsentJar:
         now = time.time()
         if not isinstance(entries, dict):
             return {}
-        return {k: float(v) for k, v in entries.items() if isinstance(v, (int, float)) and v > now}
+        return {
+            pair: (float(entry[0]), [str(s) for s in entry[1]])
+            for pair, entry in entries.items()
+            if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], (int, float)) and entry[0] > now
+            and isinstance(entry[1], list)
+        }  # fmt: skip
 
-    def approved(self, cookie: str | None, client_id: str, redirect_uri: str) -> bool:
-        """Whether the cookie carries a live approval of exactly this pair."""
-        return _pair(client_id, redirect_uri) in self.approvals(cookie)
+    def approved(self, cookie: str | None, client_id: str, redirect_uri: str, scopes: list[str]) -> bool:
+        """Whether the cookie carries a live approval of exactly this pair, for every one
+        of ``scopes``."""
+        entry = self.approvals(cookie).get(_pair(client_id, redirect_uri))
+        return entry is not None and set(scopes) <= set(entry[1])
 
-    def with_approval(self, cookie: str | None, client_id: str, redirect_uri: str) -> str:
-        """The ``Set-Cookie`` value remembering this pair too (the oldest dropped past
-        :data:`MAX_APPROVALS`)."""
+    def with_approval(self, cookie: str | None, client_id: str, redirect_uri: str, scopes: list[str]) -> str:
+        """The ``Set-Cookie`` value remembering this pair too, for ``scopes`` and those it
+        was approved for before (the oldest approval dropped past :data:`MAX_APPROVALS`)."""
         entries = self.approvals(cookie)
-        entries.pop(_pair(client_id, redirect_uri), None)
-        entries[_pair(client_id, redirect_uri)] = time.time() + self._ttl
-        kept = dict(sorted(entries.items(), key=lambda item: item[1])[-MAX_APPROVALS:])
-        payload = json.dumps(kept, separators=(",", ":")).encode()
-        value = base64.urlsafe_b64encode(payload).rstrip(b"=").decode() + "." + self._sign(payload)
+        before = entries.pop(_pair(client_id, redirect_uri), (0.0, []))[1]
+        entries[_pair(client_id, redirect_uri)] = (time.time() + self._ttl, sorted({*before, *scopes}))
+        kept = dict(sorted(entries.items(), key=lambda item: item[1][0])[-MAX_APPROVALS:])
+        payload = json.dumps({pair: [until, granted] for pair, (until, granted) in kept.items()}, separators=(",", ":"))
+        value = base64.urlsafe_b64encode(payload.encode()).rstrip(b"=").decode() + "." + self._sign(payload.encode())
         return f"{CONSENT_COOKIE}={value}; Max-Age={int(self._ttl)}; {self.attributes}"
 
 

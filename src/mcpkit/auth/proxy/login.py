@@ -8,7 +8,7 @@ other fault goes back to the redirect URI — ``unsupported_response_type``,
 ``invalid_request`` (PKCE must be S256), ``invalid_target`` (RFC 8707: ``resource`` must
 be this MCP server), ``invalid_scope``. A login is then kept under a random id, bound to
 the browser by a cookie, and the user is asked (the consent page) unless they approved
-this very client and redirect URI before (``consent.py``). On approval the browser goes
+this very client and redirect URI, for these scopes, before (``consent.py``). On approval the browser goes
 upstream with the proxy's own client, PKCE and ``state`` (the login id); ``/callback``
 takes the login (once), exchanges the upstream code, learns who the user is, and sends the
 browser back to the MCP client with a code of the proxy's, its ``state`` and ``iss``
@@ -94,7 +94,7 @@ async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
         "browser": digest(browser),
         "verifier": secrets.token_urlsafe(48),
         "nonce": secrets.token_urlsafe(16),
-        "approved": settings.consent.approved(request.cookies.get(CONSENT_COOKIE), client["client_id"], redirect_uri),
+        "approved": settings.consent.approved(request.cookies.get(CONSENT_COOKIE), client["client_id"], redirect_uri, scopes),
     }
     if not await settings.store.put("login", login_id, login, settings.login_ttl):
         return _error(settings, login, "temporarily_unavailable", "too many logins under way; try again later")
@@ -145,7 +145,8 @@ async def consent(settings: ProxySettings, request: ProxyRequest) -> Response:
     login["approved"] = True
     if not await settings.store.put("login", login_id, login, settings.login_ttl):
         return _error(settings, login, "temporarily_unavailable", "too many logins under way; try again later")
-    approval = settings.consent.with_approval(request.cookies.get(CONSENT_COOKIE), login["client_id"], login["redirect_uri"])
+    jar, cookie = settings.consent, request.cookies.get(CONSENT_COOKIE)
+    approval = jar.with_approval(cookie, login["client_id"], login["redirect_uri"], login["scopes"])
     return await _upstream(settings, login_id, login, [approval])
 
 
