@@ -549,3 +549,51 @@ async def test_the_official_client_signs_in_through_the_proxy(world: World) -> N
     assert who["claims"]["aud"] == world.mcp_url
     assert purged.content[0].text == "purged"  # type: ignore[union-attr]
     assert len(browser.consents) == 2  # once for mcp, once more for admin
+
+
+# --- when the provider says no, or cannot be believed ----------------------------------------------------
+
+
+async def test_the_provider_refusing_is_access_denied(world: World) -> None:
+    client = await register(world)
+    world.idp.deny_consent = True
+    try:
+        async with Browser() as browser:
+            params = redirected(await browser.go(authorize_url(world, client, pkce()[1]), stop_at=CLIENT_REDIRECT))
+    finally:
+        world.idp.deny_consent = False
+    assert params["error"] == "access_denied"
+    assert params["state"] == "st-1"
+    assert "code" not in params
+
+
+async def test_an_identity_that_cannot_be_believed_is_server_error(world: World) -> None:
+    """An ID token for another login (its nonce), or a user API refusing the token: no code."""
+    client = await register(world)
+    world.idp.bad_identity = True
+    try:
+        async with Browser() as browser:
+            params = redirected(await browser.go(authorize_url(world, client, pkce()[1]), stop_at=CLIENT_REDIRECT))
+    finally:
+        world.idp.bad_identity = False
+    assert params["error"] == "server_error"
+    assert ("HTTP 401" if world.like == "github" else "nonce") in params["error_description"]
+    assert "code" not in params
+
+
+async def test_unknown_clients_paths_and_methods(world: World) -> None:
+    async with httpx.AsyncClient() as http:
+        resp = await http.get(f"{world.origin}/authorize", params={"client_id": "nobody", "redirect_uri": CLIENT_REDIRECT})
+        assert_oauth_error(resp, "invalid_request")
+        assert "location" not in resp.headers
+        assert (await http.get(f"{world.origin}/token")).status_code == 405
+        assert (await http.get(f"{world.origin}/elsewhere")).status_code == 404  # the app's own 404, as before
+        resp = await http.post(f"{world.origin}/token", data={"grant_type": "password", "client_id": "nobody"})
+        assert_oauth_error(resp, "invalid_client", 401)
+        client = await register(world)
+        resp = await http.post(f"{world.origin}/token", data={"grant_type": "password", "client_id": client["client_id"]})
+        assert_oauth_error(resp, "unsupported_grant_type")
+        resp = await http.post(
+            f"{world.origin}/token", content=b"code=a&code=b", headers={"content-type": "application/x-www-form-urlencoded"}
+        )
+        assert_oauth_error(resp, "invalid_request")  # a repeated parameter

@@ -45,6 +45,9 @@ class UpstreamIdP(LoopbackAuthorizationServer):
         self.like = like
         self.nonces: dict[str, str] = {}  # authorization code -> the nonce of its request
         self.iss_in_redirect = like != "github"
+        #: ID tokens carry another nonce than the request's (a replayed ID token); like GitHub,
+        #: the user API refuses the token
+        self.bad_identity = False
 
     def add_client(self, client_id: str, secret: str, redirect_uri: str) -> None:
         """Pre-register a confidential client (the proxy's), as a provider's console does."""
@@ -111,6 +114,7 @@ class UpstreamIdP(LoopbackAuthorizationServer):
         record = self.tokens.get(body.get("access_token", ""))
         if record is not None and record.user and "openid" in record.scope.split():
             nonce = self.nonces.pop(req.form.get("code", ""), None)
+            nonce = "another login's nonce" if self.bad_identity else nonce
             body["id_token"] = self.id_token(record.user, record.client_id, nonce)
         return JSONResponse(body, headers={"cache-control": "no-store"})
 
@@ -118,7 +122,7 @@ class UpstreamIdP(LoopbackAuthorizationServer):
         self.log.append(("user", {}))
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
         record = self.tokens.get(value) if scheme.lower() in ("bearer", "token") else None
-        if record is None or record.revoked or record.user is None or record.expires_at < time.time():
+        if self.bad_identity or record is None or record.revoked or record.user is None or record.expires_at < time.time():
             return JSONResponse({"message": "Bad credentials"}, status_code=401)
         if self.like == "github":
             return JSONResponse(PEOPLE.get(record.user, {"id": 1, "login": record.user}))
