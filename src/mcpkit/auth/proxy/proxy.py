@@ -130,6 +130,7 @@ class OAuthProxy:
 
     @property
     def issuer(self) -> str:
+        """The proxy's issuer URL (its metadata's ``issuer``, its tokens' ``iss``)."""
         return self.settings.issuer
 
     def verifier(self, *, leeway: float = DEFAULT_LEEWAY) -> ProxyVerifier:

@@ -61,6 +61,7 @@ class RedisProxyStore:
         return f"{self._prefix}:{kind}:{key}"
 
     async def put(self, kind: str, key: str, value: dict[str, Any], ttl: float) -> bool:
+        """See :meth:`~mcpkit.auth.proxy.store.ProxyStore.put`: the kind's bound checked by the script."""
         limit = self._limits.get(kind, self._limits["default"])
         args = [json.dumps(value), str(max(1, int(ttl * 1000))), str(limit), key]
         try:
@@ -79,6 +80,7 @@ class RedisProxyStore:
         return value if isinstance(value, dict) else None
 
     async def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        """See :meth:`~mcpkit.auth.proxy.store.ProxyStore.get` (a record that is not JSON reads as none)."""
         try:
             raw = await self._redis.get(self._key(kind, key))
         except FAILED as exc:
@@ -86,6 +88,7 @@ class RedisProxyStore:
         return self._decoded(raw)
 
     async def take(self, kind: str, key: str) -> dict[str, Any] | None:
+        """See :meth:`~mcpkit.auth.proxy.store.ProxyStore.take`: ``GETDEL``."""
         try:
             raw = await self._redis.getdel(self._key(kind, key))
             await self._redis.zrem(f"{self._prefix}:{kind}:index", key)
@@ -94,6 +97,7 @@ class RedisProxyStore:
         return self._decoded(raw)
 
     async def delete(self, kind: str, key: str) -> None:
+        """See :meth:`~mcpkit.auth.proxy.store.ProxyStore.delete`."""
         try:
             await self._redis.delete(self._key(kind, key))
             await self._redis.zrem(f"{self._prefix}:{kind}:index", key)

@@ -65,6 +65,7 @@ class InMemoryProxyStore:
         return self._limits.get(kind, self._limits["default"])
 
     async def put(self, kind: str, key: str, value: dict[str, Any], ttl: float) -> bool:
+        """See :meth:`ProxyStore.put`; expired records make room first."""
         records = self._records(kind)
         now = self._clock()
         records.pop(key, None)
@@ -77,6 +78,7 @@ class InMemoryProxyStore:
         return True
 
     async def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        """See :meth:`ProxyStore.get` (a copy: changing it changes nothing kept)."""
         records = self._records(kind)
         item = records.get(key)
         if item is None:
@@ -87,9 +89,11 @@ class InMemoryProxyStore:
         return dict(item[1])
 
     async def take(self, kind: str, key: str) -> dict[str, Any] | None:
+        """See :meth:`ProxyStore.take` (one step: nothing awaits in between)."""
         value = await self.get(kind, key)
         self._records(kind).pop(key, None)
         return value
 
     async def delete(self, kind: str, key: str) -> None:
+        """See :meth:`ProxyStore.delete`."""
         self._records(kind).pop(key, None)
