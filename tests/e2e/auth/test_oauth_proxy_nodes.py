@@ -22,7 +22,7 @@ from mcpkit import InMemoryProxyStore, OAuthProxy, ProxyStore, RedisStore
 from mcpkit.auth import providers
 from mcpkit.auth.proxy.redis import RedisProxyStore
 from support.servers.oauth_upstream import UpstreamIdP
-from support.store_attacks import redis_server
+from support.store_attacks import hung_redis, redis_server
 
 from .test_authorization_flow import listening_socket, url_of
 from .test_oauth_proxy import (
@@ -186,3 +186,33 @@ async def call(http: httpx.AsyncClient, url: str, token: str) -> httpx.Response:
     meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}, "_meta": meta}}
     return await http.post(url, json=body, headers=headers)
+
+
+async def test_a_store_that_does_not_answer_is_503_not_a_pass() -> None:
+    """Redis hung: registration and the token endpoint answer 503 ``temporarily_unavailable``,
+    and the MCP server, which cannot tell whether a token was revoked, answers 503 too."""
+    mcp_sock = listening_socket()
+    resource = url_of(mcp_sock, "/mcp")
+    with hung_redis() as url:
+        root = RedisStore(url, timeout=0.5)
+        proxy = OAuthProxy(providers.github(), client_id="c", client_secret="s", resource=resource,
+                           store=RedisProxyStore(root), signing_key=SIGNING_KEY)  # fmt: skip
+        token, _ = proxy.settings.minter.mint(
+            subject="alice", client_id="c", scopes=["mcp"], grant_id="g", lifetime=300, claims={}
+        )
+        app = mcp_server().asgi_app(auth=proxy.resource_server(required_scopes=["mcp"]))
+        try:
+            async with serving_here((mcp_sock, app)), httpx.AsyncClient(timeout=10) as http:
+                origin = url_of(mcp_sock)
+                resp = await http.post(f"{origin}/register", json={"redirect_uris": [CLIENT_REDIRECT]})
+                assert_oauth_error(resp, "temporarily_unavailable", 503)
+                assert resp.headers["retry-after"] == "5"
+                resp = await http.post(
+                    f"{origin}/token", data={"grant_type": "refresh_token", "client_id": "x", "refresh_token": "r"}
+                )
+                assert_oauth_error(resp, "temporarily_unavailable", 503)
+                resp = await call(http, resource, token)
+                assert resp.status_code == 503
+                assert "retry-after" in resp.headers
+        finally:
+            await root.aclose()

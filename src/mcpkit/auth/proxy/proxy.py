@@ -162,7 +162,8 @@ class OAuthProxy:
         if name is None:
             return Response(404, b"Not Found", [("content-type", "text/plain")])
         method = scope["method"]
-        wanted = ("GET", "HEAD") if name in ("metadata", "jwks", "authorize", "callback") else ("POST",)
+        # HEAD for the documents only: a HEAD of /authorize or /callback would begin or end a login
+        wanted = ("GET", "HEAD") if name in ("metadata", "jwks") else ("GET",) if name in ("authorize", "callback") else ("POST",)
         if method not in wanted:
             return Response(405, b"Method Not Allowed", [("allow", ", ".join(wanted))])
         try:
