@@ -29,6 +29,7 @@ from mcpkit import Client, ClientOptions, Context, HttpTransport, LoopbackRedire
 from mcpkit.auth import providers
 from mcpkit.auth.proxy import OAuthProxy, UpstreamIdentity, UpstreamProvider
 from mcpkit.auth.proxy.tokens import TokenMinter
+from mcpkit.auth.verifiers import JWTVerifier
 from support.eras import MODERN as MODERN_VERSION
 from support.servers.oauth_upstream import Like, UpstreamIdP
 
@@ -490,6 +491,12 @@ async def test_the_metadata_points_clients_at_the_proxy(world: World) -> None:
     assert metadata["registration_endpoint"] == f"{world.origin}/register"
     assert metadata["code_challenge_methods_supported"] == ["S256"]
     assert [k["kty"] for k in keys["keys"]] == ["EC"]
+    # a resource server elsewhere checks the proxy's tokens with a JWTVerifier on that key set
+    _, tokens = await tokens_for(world)
+    verifier = JWTVerifier(metadata["jwks_uri"], issuer=world.proxy.issuer, audience=world.mcp_url)
+    identity = await verifier.verify(tokens["access_token"])
+    assert identity.subject == ("4242" if world.like == "github" else "alice")
+    assert identity.scopes == {"mcp"}
 
 
 async def test_signing_out_revokes_the_tokens(world: World) -> None:
