@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .auth.client.token_exchange import IdJagExchange as IdJagExchange
     from .auth.dpop import DPoPChecker as DPoPChecker
     from .auth.identity import AccessToken as AccessToken
+    from .auth.proxy.proxy import OAuthProxy as OAuthProxy
+    from .auth.proxy.store import InMemoryProxyStore as InMemoryProxyStore, ProxyStore as ProxyStore
+    from .auth.proxy.upstream import UpstreamProvider as UpstreamProvider
     from .auth.server import ResourceServer as ResourceServer
     from .auth.verifiers import (
         FunctionVerifier as FunctionVerifier,
@@ -228,6 +231,11 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".auth.identity": ("AccessToken",),
         ".auth.dpop": ("DPoPChecker",),
         ".auth.verifiers": ("JWTVerifier", "IntrospectionVerifier", "FunctionVerifier", "InvalidToken", "VerifierUnavailable"),
+    },
+    "an OAuth proxy in front of an identity provider (docs/auth.md)": {
+        ".auth.proxy.proxy": ("OAuthProxy",),
+        ".auth.proxy.upstream": ("UpstreamProvider",),
+        ".auth.proxy.store": ("ProxyStore", "InMemoryProxyStore"),
     },
     "authorization (client side)": {
         ".auth.client.flow": ("OAuthClientAuth",),

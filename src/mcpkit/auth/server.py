@@ -37,7 +37,7 @@ import math
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from ..stores.sessions import StoreUnavailable
@@ -45,7 +45,7 @@ from .dpop import DPoPChecker, InvalidProof, ReplayCacheFull
 from .identity import AccessToken
 from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable, check_expiry, leeway_of
 
-__all__ = ["ResourceServer", "AuthRefusal", "MAX_AUTHORIZATION_HEADER"]
+__all__ = ["ResourceServer", "AuthRefusal", "AuthorizationEndpoints", "MAX_AUTHORIZATION_HEADER"]
 
 log = logging.getLogger("mcpkit.auth")
 
@@ -96,6 +96,18 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+@runtime_checkable
+class AuthorizationEndpoints(Protocol):
+    """Endpoints the app serves beside the MCP endpoint and its metadata, before any
+    token is checked: an authorization server of this server's own (the OAuth proxy,
+    ``mcpkit.auth.proxy``). ``handles(path)`` says which paths are its; it is called
+    as an ASGI app for them."""
+
+    def handles(self, path: str) -> bool: ...
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None: ...
+
+
 @dataclass
 class ResourceServer:
     """How a server is protected.
@@ -111,8 +123,9 @@ class ResourceServer:
 
     ``dpop``: a :class:`~mcpkit.auth.dpop.DPoPChecker` to take DPoP-bound tokens as well
     (advertised in the metadata, offered in a second ``WWW-Authenticate`` challenge);
-    ``dpop_required``: take nothing else (Bearer tokens refused). Raises ``ValueError``
-    for settings that cannot work.
+    ``dpop_required``: take nothing else (Bearer tokens refused). ``endpoints``: an
+    :class:`AuthorizationEndpoints` served beside the MCP endpoint (the OAuth proxy's
+    ``resource_server()`` sets it). Raises ``ValueError`` for settings that cannot work.
     """
 
     resource: str
@@ -125,6 +138,7 @@ class ResourceServer:
     extra_metadata: dict[str, Any] = field(default_factory=dict)
     dpop: DPoPChecker | None = None
     dpop_required: bool = False
+    endpoints: AuthorizationEndpoints | None = None
 
     def __post_init__(self) -> None:
         if self.dpop_required and self.dpop is None:

@@ -45,8 +45,9 @@ CheckScopes = Callable[[Engine | None, RequestReceived | None], None]
 
 class ProtectedResourceMetadata:
     """Middleware that serves ``auth``'s Protected Resource Metadata (with the scopes
-    ``server`` declares) on a GET or HEAD of one of its paths, and passes every other
-    request to ``app``."""
+    ``server`` declares) on a GET or HEAD of one of its paths, hands the paths of its
+    ``endpoints`` (an authorization server of the app's own: the OAuth proxy) to them, and
+    passes every other request to ``app``."""
 
     def __init__(self, app: ASGIApp, auth: ResourceServer, server: RequestHandler) -> None:
         self.app = app
@@ -58,6 +59,9 @@ class ProtectedResourceMetadata:
         if scope["method"] in ("GET", "HEAD") and path.rstrip("/") in self.auth.metadata_paths():
             body = msgspec.json.encode(self.auth.metadata(self._server.all_scopes()))
             return send_json(send, 200, body, [(b"cache-control", b"max-age=3600"), (b"access-control-allow-origin", b"*")])
+        endpoints = self.auth.endpoints
+        if endpoints is not None and endpoints.handles(path):
+            return endpoints(scope, receive, send)
         return self.app(scope, receive, send)
 
 
