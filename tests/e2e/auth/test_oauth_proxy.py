@@ -31,6 +31,8 @@ from mcpkit.auth.proxy import OAuthProxy, UpstreamIdentity, UpstreamProvider
 from mcpkit.auth.proxy.tokens import TokenMinter
 from mcpkit.auth.verifiers import JWTVerifier
 from support.eras import MODERN as MODERN_VERSION
+from support.peers import Inspector
+from support.ports import free_port
 from support.servers.oauth_upstream import Like, UpstreamIdP
 
 from .test_authorization_flow import listening_socket, serving, url_of
@@ -604,3 +606,46 @@ async def test_unknown_clients_paths_and_methods(world: World) -> None:
             f"{world.origin}/token", content=b"code=a&code=b", headers={"content-type": "application/x-www-form-urlencoded"}
         )
         assert_oauth_error(resp, "invalid_request")  # a repeated parameter
+
+
+async def test_the_inspector_signs_in_through_the_proxy(world: World, inspector: Inspector) -> None:
+    """The MCP Inspector's CLI discovers the proxy, registers, prints the authorization URL
+    (no browser here) and waits on its loopback callback; the user's browser follows the
+    URL, approves, signs in upstream and lands on that callback; the CLI then calls the
+    tool with its token."""
+    callback = f"http://127.0.0.1:{free_port()}/callback"
+    command = [*inspector.command, "-q", "--format", "json", "--protocol-era", "modern", world.mcp_url]
+    command += ["--callback-url", callback, "--method", "tools/call", "--tool-name", "whoami"]
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        # interactive sign-in without a TTY; the browser it opens is no browser (this test is)
+        env={**inspector.env, "MCP_AUTO_OPEN_ENABLED": "true", "BROWSER": "true"},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    seen: list[str] = []
+    try:
+        async with Browser() as browser:
+            while True:  # until the CLI says where to sign in
+                line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode(errors="replace")
+                seen.append(line)
+                assert line, f"the CLI ended without asking to sign in: {seen}"
+                found = re.search(r"https?://\S+/authorize\?\S+", line)
+                if found:
+                    break
+            landed = await browser.go(found.group(0))
+            assert landed.status_code == 200, landed.text  # the CLI's callback page
+            out, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, (seen, err.decode(errors="replace"))
+    printed = json.loads([line for line in out.decode().splitlines() if line.startswith("{")][-1])
+    who = json.loads(printed["result"]["content"][0]["text"])
+    assert who["subject"] == ("4242" if world.like == "github" else "alice")
+    assert who["claims"]["aud"] == world.mcp_url
+    assert len(browser.consents) == 1  # the client it registered (dynamically) was asked for once
