@@ -20,12 +20,21 @@ client one question (an input round in the modern era, an ``elicitation/create``
 trip in the legacy era); ``--listen`` (mcpkit's server only, HTTP) also registers the
 resource ``bench://counter`` and ``touch()``, a tool that changes it and announces the
 change to its subscribers, and lifts the caps on listens and connections (the fan-out).
+
+``MCPBENCH_WRONG_ANSWERS=1`` in the environment makes the stdio floor's echo, mcpkit's
+``ask`` and ``touch`` answer wrongly (a changed text, a changed name, every change
+announced twice): how tests/perf/test_bench_workloads.py sees that the harness and the
+clients catch a wrong answer and that ``run.py`` then exits 1. Never set for a measurement.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
+
+#: The fault switch of the benchmark's own tests (see the module's docstring).
+WRONG = os.environ.get("MCPBENCH_WRONG_ANSWERS") == "1"
 
 DESCRIPTION = "Dummy tool number {i}; takes a name and a count and does nothing useful."
 

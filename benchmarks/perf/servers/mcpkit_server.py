@@ -6,7 +6,7 @@ python benchmarks/perf/servers/mcpkit_server.py --http PORT [--scale] [--ask] [-
 
 from __future__ import annotations
 
-from _common import parse_args, tools
+from _common import WRONG, parse_args, tools
 
 from mcpkit import Context, Server
 
@@ -14,7 +14,7 @@ from mcpkit import Context, Server
 async def ask(text: str, ctx: Context) -> str:
     """Ask the client who it is; return the text and the name."""
     answer = await ctx.elicit(f"Who? {text}", {"type": "object", "properties": {"name": {"type": "string"}}}, key="who")
-    return f"{text} {(answer.content or {}).get('name')}"
+    return f"{text} {(answer.content or {}).get('name')}{'!' if WRONG else ''}"
 
 
 def listen_features(server: Server) -> None:
@@ -31,6 +31,8 @@ def listen_features(server: Server) -> None:
         nonlocal changes
         changes += 1
         await server.notify_resource_updated("bench://counter")
+        if WRONG:  # a second notice of the one change
+            await server.notify_resource_updated("bench://counter")
         return f"touched {changes}"
 
     server.tool(touch)
