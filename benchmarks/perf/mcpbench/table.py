@@ -194,9 +194,10 @@ def draw_chart(results: dict[str, Any], path: Path) -> bool:
         return False
     key = f"x_{REFERENCE}"
     workloads = [w for w in results["workloads"].values() if any(key in s for s in w["servers"].values())]
-    names = [n for n in [*CATALOGUE, *(f"client:{c}" for c in CLIENTS)] if n != REFERENCE]
-    palette = plt.get_cmap("tab20")
-    colours = {name: palette(i % 20) for i, name in enumerate(names)}
+    names = [n for n in CATALOGUE if n != REFERENCE]
+    palette, clients = plt.get_cmap("tab10"), plt.get_cmap("Set2")
+    colours = {name: palette(i % 10) for i, name in enumerate(names)}
+    colours |= {f"client:{c}": clients(i % 8) for i, c in enumerate(CLIENTS)}  # the client workloads' bars
     width = 0.8 / max(len([n for n in w["servers"] if n != REFERENCE]) for w in workloads) if workloads else 0.8
     fig, ax = plt.subplots(figsize=(12, 6), dpi=110)
     labelled: set[str] = set()
