@@ -9,6 +9,7 @@ and the profiles (docs/performance.md).
     python benchmarks/perf/run.py scale               # 1,000 sessions, 10,000 idle SSE streams, p99 at 32 in flight
     python benchmarks/perf/run.py profile             # py-spy profiles of mcpkit's hot paths, summarised
     python benchmarks/perf/run.py inprocess           # mcpkit's own CPU per request, no sockets (--baseline-python)
+    python benchmarks/perf/run.py proxy               # a call through mcpkit's Proxy vs direct (benchmarks/proxy/overhead.py)
 
 Run it with the interpreter that has mcpkit (``pip install -e '.[bench]'``); the official
 SDK and fastmcp get virtual environments of their own under .cache/bench/venvs/, made on
@@ -23,6 +24,7 @@ import datetime
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,7 +34,8 @@ from mcpbench import check, inprocess, profile, scale, table
 from mcpbench.load import Settings
 from mcpbench.servers import CACHE, CATALOGUE, Interpreters, log
 
-COMMANDS = ("table", "markdown", "check", "scale", "profile", "inprocess")
+COMMANDS = ("table", "markdown", "check", "scale", "profile", "inprocess", "proxy")
+PROXY_OVERHEAD = Path(__file__).resolve().parents[1] / "proxy" / "overhead.py"
 
 
 def interpreters(args: argparse.Namespace) -> Interpreters:
@@ -100,7 +103,14 @@ def main(argv: list[str]) -> int:
     inprocess.add_arguments(p)
     add_interpreters(p)
 
+    p = sub.add_parser("proxy", help="a call through mcpkit's Proxy vs direct, both eras, stdio and HTTP (a Markdown table)")
+    p.add_argument("--calls", type=int, default=1000, help="sequential calls per line")
+    add_interpreters(p)
+
     args = parser.parse_args(argv)
+    if args.command == "proxy":  # benchmarks/proxy/overhead.py, on mcpkit's interpreter
+        python = interpreters(args).get("mcpkit")
+        return subprocess.run([python, str(PROXY_OVERHEAD), "--calls", str(args.calls)], check=False).returncode
     if args.command == "inprocess":
         return inprocess.main(args, interpreters(args).get("mcpkit"))
     if args.command == "markdown":

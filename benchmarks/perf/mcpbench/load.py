@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import statistics
 import sys
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import fanout
 from .http import Call, HttpPeer, Session
 from .procs import BenchError, cpu_seconds, free_port, peak_rss_mb, spawn_http, stop
 from .servers import Server
@@ -150,7 +152,7 @@ async def measure_stdio(server: Server, workload: Workload, settings: Settings) 
     await peer.start()
     try:
         if server.era == "legacy":
-            await peer.initialize()
+            await peer.initialize(capabilities=workload.request.capabilities)
         meta = MODERN_META if server.era == "modern" else b""
         calls = [(peer.call, meta)] * workload.concurrency
         warm = await phase(calls, workload.request, settings.warmup, 1, settings.timeout)
@@ -195,6 +197,55 @@ async def measure_http(server: Server, workload: Workload, settings: Settings) -
     version = sessions[0].version if sessions[0] is not None else "2026-07-28"
     out = _result(server, tally, (cpu0, cpu1), peak)
     return {**out, "protocol_version": version, "reconnects": sum(p.reconnects for p in peers)}
+
+
+async def measure_client(client: Server, workload: Workload, settings: Settings, target: Server) -> dict[str, Any]:
+    """A client workload: a fresh ``target`` server (a floor), then the client process
+    (``clients/*.py``) calling echo against it for the warm-up and the measured time. The
+    client checks every answer and reports its calls, latencies, its own CPU time over the
+    measured phase and its peak RSS (clients/_loop.py); a wrong answer, a client that
+    fails or prints no figures makes the measurement invalid."""
+    budget = settings.warmup + settings.seconds + settings.timeout
+    port = None
+    proc = None
+    if workload.transport == "http":
+        port = free_port()
+        proc = await spawn_http(target.argv(port=port), port, _log(settings, workload, target))
+        where = ["--http", f"http://127.0.0.1:{port}/mcp"]
+    else:
+        where = ["--stdio", " ".join(target.argv())]
+    argv = [*client.argv(), *where, "-c", str(workload.concurrency), "--seconds", str(settings.seconds)]
+    argv += ["--warmup", str(settings.warmup)]
+    try:
+        child = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            out, err = await asyncio.wait_for(child.communicate(), budget)
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+            raise BenchError(f"the client did not finish within {budget:.0f} s") from None
+    finally:
+        if proc is not None:
+            await stop(proc)
+    lines = [line for line in out.decode().splitlines() if line.startswith("{")]
+    if child.returncode != 0 or not lines:
+        raise BenchError(f"the client exited {child.returncode}: {err.decode()[-400:]}")
+    got = json.loads(lines[-1])
+    wrong = int(got["wrong"])
+    return {
+        "server": client.name,
+        "ops": got["calls"],
+        "seconds": got["seconds"],
+        "rps": got["calls_per_s"],
+        "p50_ms": got["p50_ms"],
+        "p99_ms": got["p99_ms"],
+        "peak_rss_mb": got["peak_rss_mb"],
+        "cpu_us_per_op": got["cpu_us_per_call"],
+        "wrong": wrong,
+        "lost": 0,
+        "valid": wrong == 0 and got["calls"] > 0,
+        "problems": got["problems"],
+    }
 
 
 async def measure_startup(server: Server, workload: Workload, settings: Settings) -> dict[str, Any]:
@@ -272,10 +323,16 @@ async def measure_import(server: Server, workload: Workload, settings: Settings)
     }
 
 
-async def measure(server: Server, workload: Workload, settings: Settings) -> dict[str, Any]:
-    """One measurement of one server on one workload. Never raises for the server's
-    failures: those come back as an invalid result saying why."""
+async def measure(server: Server, workload: Workload, settings: Settings, target: Server | None = None) -> dict[str, Any]:
+    """One measurement of one server (of a client workload: one client, against
+    ``target``) on one workload. Never raises for the server's failures: those come back
+    as an invalid result saying why."""
     try:
+        if workload.kind == "client":
+            assert target is not None
+            return await measure_client(server, workload, settings, target)
+        if workload.kind == "fanout":
+            return await fanout.measure_fanout(server, workload, settings, _log(settings, workload, server))
         if workload.kind == "startup":
             return await measure_startup(server, workload, settings)
         if workload.kind == "import":

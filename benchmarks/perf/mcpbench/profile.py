@@ -152,7 +152,7 @@ async def client(python: str, target: list[str], out: Path, args: argparse.Names
     if proc.returncode != 0:
         raise BenchError(f"the client failed: {stderr.decode()[-600:]}")
     lines = [line for line in stdout.decode().splitlines() if line.startswith("{")]  # py-spy talks on stdout too
-    return f"the client: {lines[-1] if lines else '?'} (CPU and context switches include start-up)"
+    return f"the client: {lines[-1] if lines else '?'} (CPU per call over the measured phase)"
 
 
 def summarise(raw: Path, top: int) -> str:

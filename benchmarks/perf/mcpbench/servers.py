@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 BENCH = ROOT / "benchmarks" / "perf"
 CACHE = ROOT / ".cache" / "bench"
 SCRIPTS = BENCH / "servers"
+CLIENT_SCRIPTS = BENCH / "clients"
 
 #: What the other SDKs' environments get. fastmcp: the current release when this was written.
 PINS = {"mcp": ["mcp==2.3.0"], "fastmcp": ["fastmcp==4.2.3"]}
@@ -134,9 +135,30 @@ CATALOGUE: dict[str, tuple[str, str, str, str, tuple[str, ...], str | None]] = {
 LIBRARY = {name: entry[0] for name, entry in CATALOGUE.items()}
 
 
+#: The clients of the client workloads, each against a floor server: name -> (library,
+#: label, script under clients/, flags). ``Server.argv`` runs them the same way.
+CLIENTS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "mcpkit": ("mcpkit", "mcpkit client", "mcpkit_client.py", ()),
+    "mcpkit-group": ("mcpkit", "mcpkit ClientGroup (one server)", "mcpkit_client.py", ("--group",)),
+    "mcp": ("mcp", "official SDK client", "official_client.py", ()),
+    "fastmcp": ("fastmcp", "fastmcp client", "fastmcp_client.py", ()),
+}
+
+
 def server(name: str, interpreters: Interpreters, extra_flags: tuple[str, ...] = ()) -> Server:
     library, label, script, era, flags, import_stmt = CATALOGUE[name]
     return Server(name, label, interpreters.get(library), script, era, flags + extra_flags, import_stmt)
+
+
+def client(name: str, interpreters: Interpreters) -> Server:
+    """A client of the client workloads, as a ``Server`` (its argv runs the client script)."""
+    library, label, script, flags = CLIENTS[name]
+    return Server(name, label, interpreters.get(library), str(CLIENT_SCRIPTS / script), flags=flags)
+
+
+def label(name: str, kind: str) -> str:
+    """How the table names ``name`` in a workload of this kind."""
+    return CLIENTS[name][1] if kind == "client" else CATALOGUE[name][1]
 
 
 def versions(python: str) -> dict[str, str]:

@@ -85,11 +85,11 @@ class StdioPeer:
         self._stdin.write(body + b"\n")
         return await future
 
-    async def initialize(self, rid: int = 0, timeout: float = 60.0) -> None:
+    async def initialize(self, rid: int = 0, timeout: float = 60.0, capabilities: dict[str, Any] | None = None) -> None:
         """The legacy handshake: ``initialize``, then ``notifications/initialized``."""
         assert self._stdin is not None
         try:
-            answer = await asyncio.wait_for(self.call(initialize(rid), rid), timeout)
+            answer = await asyncio.wait_for(self.call(initialize(rid, capabilities), rid), timeout)
         except TimeoutError:
             raise BenchError(f"no answer to initialize within {timeout} s") from None
         result = answer.get("result")

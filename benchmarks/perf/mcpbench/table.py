@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from .load import Settings, measure
-from .servers import CATALOGUE, ROOT, Interpreters, log, server, versions
+from .servers import CATALOGUE, CLIENTS, ROOT, Interpreters, client, label, log, server, versions
 from .workloads import BY_ID, REFERENCE, TARGETS, WORKLOADS, Workload
 
-UNITS = {"rps": "req/s", "mb_s": "MB/s", "startup_ms": "ms", "import_ms": "ms"}
+UNITS = {"rps": "req/s", "mb_s": "MB/s", "startup_ms": "ms", "import_ms": "ms", "fanout_ms": "ms"}
 
 
 def mmm(values: list[float | None]) -> dict[str, float] | None:
@@ -74,21 +74,25 @@ async def run_table(
     started, load = datetime.datetime.now(datetime.UTC), os.getloadavg()
     for workload in workloads:
         listed = workload.servers
-        if interpreters.baseline_python:  # the earlier tree, right after each mcpkit server
+        if interpreters.baseline_python and workload.kind != "client":  # the earlier tree, after each mcpkit server
             listed = tuple(x for n in listed for x in ((n, f"{n}-baseline") if f"{n}-baseline" in CATALOGUE else (n,)))
         names = [
             n
             for n in listed
             if only_servers is None or n in only_servers or n == REFERENCE or n.removesuffix("-baseline") in only_servers
         ]
-        servers = [server(n, interpreters) for n in names]
+        if workload.kind == "client":  # the "servers" are clients, each against a fresh target
+            servers = [client(n, interpreters) for n in names]
+            target = server(workload.target or "floor", interpreters)
+        else:
+            servers, target = [server(n, interpreters) for n in names], None
         log(f"== {workload.id}: {workload.title} ({', '.join(names)})")
         per_round: list[dict[str, dict[str, Any]]] = []
         for r in range(rounds):
             order = servers[r % len(servers) :] + servers[: r % len(servers)]
             this: dict[str, dict[str, Any]] = {}
             for s in order:
-                this[s.name] = await measure(s, workload, settings)
+                this[s.name] = await measure(s, workload, settings, target)
                 shown = this[s.name].get(workload.metric)
                 log(
                     f"  round {r + 1}/{rounds} {s.name:>14}: {shown} {UNITS[workload.metric]}"
@@ -101,7 +105,13 @@ async def run_table(
 
 
 def summarise(workload: Workload, names: list[str], per_round: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    out: dict[str, Any] = {"title": workload.title, "metric": workload.metric, "floor": workload.floor, "servers": {}}
+    out: dict[str, Any] = {
+        "title": workload.title,
+        "metric": workload.metric,
+        "floor": workload.floor,
+        "kind": workload.kind,
+        "servers": {},
+    }
     for name in names:
         runs = [rd[name] for rd in per_round]
         entry: dict[str, Any] = {"valid": all(r["valid"] for r in runs), "runs": runs}
@@ -145,10 +155,10 @@ def markdown(results: dict[str, Any], chart: str | None = None) -> str:
     for w in results["workloads"].values():
         unit = UNITS[w["metric"]]
         for name, s in w["servers"].items():
-            label = CATALOGUE[name][1]
+            shown = label(name, w.get("kind", "load"))
             valid = "" if s["valid"] else " **(invalid)**"
             lines.append(
-                f"| {w['title']} | {label}{valid} | {cell(s[w['metric']])} {unit} | {cell(s['p50_ms'])} | {cell(s['p99_ms'])} | "
+                f"| {w['title']} | {shown}{valid} | {cell(s[w['metric']])} {unit} | {cell(s['p50_ms'])} | {cell(s['p99_ms'])} | "
                 f"{cell(s['peak_rss_mb'])} | {cell(s['cpu_us_per_op'])} | {cell(s.get(f'x_{REFERENCE}'), '×')} | "
                 f"{cell(s.get('x_' + str(w['floor'])), '×')} |"
             )
@@ -185,13 +195,15 @@ def draw_chart(results: dict[str, Any], path: Path) -> bool:
     key = f"x_{REFERENCE}"
     workloads = [w for w in results["workloads"].values() if any(key in s for s in w["servers"].values())]
     names = [n for n in CATALOGUE if n != REFERENCE]
-    palette = plt.get_cmap("tab10")
-    colours = {name: palette(i) for i, name in enumerate(names)}
+    palette, clients = plt.get_cmap("tab10"), plt.get_cmap("Set2")
+    colours = {name: palette(i % 10) for i, name in enumerate(names)}
+    colours |= {f"client:{c}": clients(i % 8) for i, c in enumerate(CLIENTS)}  # the client workloads' bars
     width = 0.8 / max(len([n for n in w["servers"] if n != REFERENCE]) for w in workloads) if workloads else 0.8
     fig, ax = plt.subplots(figsize=(12, 6), dpi=110)
     labelled: set[str] = set()
     for j, w in enumerate(workloads):
-        present = [(n, s[key]) for n, s in w["servers"].items() if s.get(key)]
+        is_client = w.get("kind") == "client"
+        present = [(f"client:{n}" if is_client else n, s[key]) for n, s in w["servers"].items() if s.get(key)]
         for i, (name, stats) in enumerate(present):
             x = j + (i - (len(present) - 1) / 2) * width
             med = stats["median"]
@@ -203,7 +215,7 @@ def draw_chart(results: dict[str, Any], path: Path) -> bool:
                 color=colours[name],
                 hatch="//" if floor else None,
                 edgecolor="white",
-                label=None if name in labelled else CATALOGUE[name][1],
+                label=None if name in labelled else label(name.removeprefix("client:"), "client" if is_client else "load"),
             )
             ax.errorbar(x, med, yerr=[[med - stats["min"]], [stats["max"] - med]], color="black", capsize=2, linewidth=0.8)
             ax.annotate(_fmt(med), (x, stats["max"]), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)

@@ -45,15 +45,24 @@ ASK_META = (
 )
 
 
-def initialize(rid: int) -> bytes:
-    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT_INFO}
+def initialize(rid: int, capabilities: dict[str, Any] | None = None) -> bytes:
+    params = {"protocolVersion": LEGACY, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO}
     return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}, separators=(",", ":")).encode()
 
 
 def answer_server_request(msg: dict[str, Any]) -> bytes:
-    """Our reply to a request from the server: ``ping`` gets ``{}``, anything else -32601."""
-    if msg.get("method") == "ping":
+    """Our reply to a request from the server: ``ping`` gets ``{}``; ``elicitation/create``
+    (legacy era, see :class:`Elicit`) is accepted with the name ``n<N>`` for a message that
+    ends in ``t<N>`` (``n?`` otherwise, which the judge then finds wrong); anything else -32601."""
+    method = msg.get("method")
+    if method == "ping":
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"], "result": {}}
+    elif method == "elicitation/create":
+        params = msg.get("params")
+        message = params.get("message") if isinstance(params, dict) else None
+        tail = message.rsplit(" ", 1)[-1] if isinstance(message, str) else ""
+        name = "n" + tail[1:] if tail.startswith("t") and tail[1:].isdigit() else "n?"
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": {"action": "accept", "content": {"name": name}}}
     else:
         reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "not offered by mcpbench"}}
     return json.dumps(reply).encode()
@@ -93,6 +102,8 @@ class Request:
 
     method = "tools/call"
     tool: str | None = None
+    #: what the legacy ``initialize`` declares (the elicitation workload declares elicitation)
+    capabilities: dict[str, Any] = {}  # noqa: RUF012 - read only
     #: payload bytes one operation moves, for MB/s (0: not a throughput-of-bytes workload)
     payload = 0
 
@@ -234,3 +245,27 @@ class Ask(Request):
             return _why_not(msg) if "result" not in msg else f"not a text result: {str(msg)[:160]}"
         expected = f"t{op.first} n{op.first}"
         return None if text == expected else f"answered {text[:40]!r}, expected {expected!r}"
+
+
+class Elicit(Request):
+    """``tools/call ask {"text": "t<id>"}`` in the legacy era (2025-11-25), one elicitation
+    round inside the call: the tool asks ``"Who? t<id>"`` with ``elicitation/create`` on
+    the same connection, the load generator (:func:`answer_server_request`) accepts with
+    ``{"name": "n<id>"}``, and the call's answer must be ``"t<id> n<id>"``: a reply routed
+    to the wrong call, or lost, shows. One operation is the call with its round trip."""
+
+    tool = "ask"
+    capabilities = {"elicitation": {}}  # noqa: RUF012 - read only
+
+    def body(self, rid: int, meta: bytes, cursor: str | None = None) -> bytes:
+        return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask","arguments":{"text":"t%d"}%s}}' % (
+            rid,
+            rid,
+            meta,
+        )
+
+    def judge(self, rid: int, msg: dict[str, Any], op: Op) -> str | None:
+        text = _text(msg)
+        if text is None:
+            return _why_not(msg) if "result" not in msg else f"not a text result: {str(msg)[:160]}"
+        return None if text == f"t{rid} n{rid}" else f"answered {text[:40]!r}, expected 't{rid} n{rid}'"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .wire import Ask, Blob, Echo, Fail, ListTools, Request
+from .wire import Ask, Blob, Echo, Elicit, Fail, ListTools, Request
 
 STDIO_SERVERS = ("floor", "mcpkit", "mcp", "fastmcp")
 REFERENCE = "mcp"
@@ -19,7 +19,7 @@ BLOB_SIZE = 10_000_000  # "a 10 MB tool result": 10^7 bytes
 class Workload:
     id: str
     title: str
-    kind: str  # "load", "startup" (spawn -> first answer) or "import"
+    kind: str  # "load", "startup" (spawn -> first answer), "import", "client" (servers are clients) or "fanout"
     servers: tuple[str, ...]
     transport: str = "stdio"
     request: Request | None = None
@@ -28,6 +28,8 @@ class Workload:
     floor: str | None = None
     min_ops: int = 1  # a timed phase goes on past its time until this many operations are done
     flags: tuple[str, ...] = ()  # extra command-line flags of the servers (mcpkit's --ask)
+    target: str | None = None  # kind "client": the server (of CATALOGUE) every client calls
+    subscribers: int = 0  # kind "fanout": listen streams open at once
     about: str = ""
 
     @property
@@ -36,11 +38,13 @@ class Workload:
             return "startup_ms"
         if self.kind == "import":
             return "import_ms"
+        if self.kind == "fanout":
+            return "fanout_ms"
         return "mb_s" if self.request is not None and self.request.payload else "rps"
 
     @property
     def lower_is_better(self) -> bool:
-        return self.metric in ("startup_ms", "import_ms")
+        return self.metric in ("startup_ms", "import_ms", "fanout_ms")
 
 
 WORKLOADS = [
@@ -136,6 +140,65 @@ WORKLOADS = [
         concurrency=16,
         flags=("--ask",),
         about="the same over Streamable HTTP, 16 keep-alive connections (two POSTs per operation)",
+    ),
+    Workload(
+        "stdio_elicit_c1",
+        "stdio legacy elicitation round, 1 in flight",
+        "load",
+        ("mcpkit",),
+        request=Elicit(),
+        flags=("--ask",),
+        about=(
+            "a legacy (2025-11-25) tools/call whose async def tool elicits: the server sends elicitation/create"
+            " on the same pipe, the load generator answers it, the tool returns; one operation is the call and"
+            " the round trip inside it"
+        ),
+    ),
+    Workload(
+        "http_listen_fanout",
+        "HTTP listen fan-out, 1,000 subscribers",
+        "fanout",
+        ("mcpkit-modern",),
+        transport="http",
+        subscribers=1000,
+        flags=("--listen",),
+        about=(
+            "1,000 modern subscriptions/listen streams on one resource, each its own connection; one tools/call"
+            " changes it: the time from sending that call to the last of the 1,000 notifications read"
+        ),
+    ),
+    Workload(
+        "client_stdio_c1",
+        "client: stdio echo to the floor, 1 in flight",
+        "client",
+        ("mcpkit", "mcp", "fastmcp"),
+        target="floor",
+        about=(
+            "each library's client calling echo on the stdio floor (raw_floor.py), one at a time: calls/s and"
+            " the client process's CPU per call"
+        ),
+    ),
+    Workload(
+        "client_http_c16",
+        "client: HTTP echo to the ASGI floor, 16 in flight",
+        "client",
+        ("mcpkit", "mcp", "fastmcp"),
+        transport="http",
+        concurrency=16,
+        target="asgi-floor",
+        about="the same over Streamable HTTP (legacy era) to the bare ASGI floor, 16 calls in flight",
+    ),
+    Workload(
+        "host_stdio_c1",
+        "client: ClientGroup vs direct, stdio floor, 1 in flight",
+        "client",
+        ("mcpkit", "mcpkit-group", "mcp"),
+        target="floor",
+        floor="mcpkit",
+        about=(
+            "mcpkit's client calling echo on the stdio floor directly, and through a ClientGroup holding that"
+            " one server (bench.echo): the × floor column is against the direct call"
+        ),
     ),
     Workload(
         "import",

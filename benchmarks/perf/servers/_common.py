@@ -16,13 +16,25 @@ unless told; mcpkit serves legacy clients with sessions and modern ones without,
 are plain ``def``, which every library runs on a worker thread); ``--scale`` keeps
 sessions and lifts the session and connection caps, for the scale figures; ``--ask``
 (mcpkit's server only) also registers ``ask(text)``, an ``async def`` tool that asks the
-client one question (an input round in the modern era).
+client one question (an input round in the modern era, an ``elicitation/create`` round
+trip in the legacy era); ``--listen`` (mcpkit's server only, HTTP) also registers the
+resource ``bench://counter`` and ``touch()``, a tool that changes it and announces the
+change to its subscribers, and lifts the caps on listens and connections (the fan-out).
+
+``MCPBENCH_WRONG_ANSWERS=1`` in the environment makes the stdio floor's echo, mcpkit's
+``ask`` and ``touch`` answer wrongly (a changed text, a changed name, every change
+announced twice): how tests/perf/test_bench_workloads.py sees that the harness and the
+clients catch a wrong answer and that ``run.py`` then exits 1. Never set for a measurement.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
+
+#: The fault switch of the benchmark's own tests (see the module's docstring).
+WRONG = os.environ.get("MCPBENCH_WRONG_ANSWERS") == "1"
 
 DESCRIPTION = "Dummy tool number {i}; takes a name and a count and does nothing useful."
 
@@ -35,6 +47,9 @@ def parse_args(description: str) -> argparse.Namespace:
     parser.add_argument("--async-tools", action="store_true", help="echo, fail and blob as async def")
     parser.add_argument("--scale", action="store_true", help="keep sessions; lift the session and connection caps")
     parser.add_argument("--ask", action="store_true", help="mcpkit only: also the ask tool, which asks the client once")
+    parser.add_argument(
+        "--listen", action="store_true", help="mcpkit only: the bench://counter resource and its touch tool (fan-out)"
+    )
     return parser.parse_args()
 
 

@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from _common import DESCRIPTION, parse_args
+from _common import DESCRIPTION, WRONG, parse_args
 
 
 def tool_list(n: int) -> dict[str, Any]:
@@ -41,7 +41,8 @@ def answer(msg: dict[str, Any], tools: dict[str, Any]) -> dict[str, Any]:
         params = msg["params"]
         name, arguments = params["name"], params.get("arguments") or {}
         if name == "echo":
-            return {"result": {"content": [{"type": "text", "text": arguments["text"]}], "isError": False}}
+            text = arguments["text"] + ("!" if WRONG else "")
+            return {"result": {"content": [{"type": "text", "text": text}], "isError": False}}
         if name == "blob":
             return {"result": {"content": [{"type": "text", "text": "x" * arguments["size"]}], "isError": False}}
         return {"result": {"content": [{"type": "text", "text": "intentional failure"}], "isError": True}}
