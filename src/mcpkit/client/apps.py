@@ -15,8 +15,9 @@ import base64
 import binascii
 import dataclasses
 import inspect
+import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
@@ -48,6 +49,16 @@ __all__ = ["ToolUi", "AppBridge", "read_tool_ui"]
 
 #: A host callback: sync or async; what it returns is described where it is taken.
 Callback = Callable[..., Any]
+
+logger = logging.getLogger("mcpkit.client")
+
+_DISPLAY_MODES: frozenset[str] = frozenset(get_args(DisplayMode))
+
+
+class _HostFailure(Exception):
+    """A host callback or a call the host forwarded failed on the host's side (not the
+    server's answer, not the view's fault): the view is told -32603 without the detail,
+    which goes to the log."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,10 +130,34 @@ def _ui_meta(meta: Any) -> UiResourceMeta | None:
 
 
 async def _run(callback: Callback, *args: Any) -> Any:
-    value = callback(*args)
-    if inspect.isawaitable(value):
-        value = await value
+    """``callback(*args)``, awaited if need be; what it raises (an ``Exception``) becomes
+    :class:`_HostFailure`, logged. Cancellation is not an ``Exception``: it propagates."""
+    try:
+        value = callback(*args)
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        logger.warning("an AppBridge callback %r raised", getattr(callback, "__name__", callback), exc_info=True)
+        raise _HostFailure(type(exc).__name__) from exc
     return value
+
+
+async def _forward(what: str, call: Any) -> Any:
+    """Await ``call``, a request the host makes to the server for the view: the server's
+    error (an ``McpError`` it sent) goes back to the view as it is; a failure on the
+    host's side (a local error such as a deadline or a closed connection, or any other
+    exception) becomes :class:`_HostFailure`, logged."""
+    failure: Exception
+    try:
+        return await call
+    except McpError as exc:
+        if not exc.local:
+            raise
+        failure = exc
+    except Exception as exc:
+        failure = exc
+    logger.warning("AppBridge: %s failed on the host's side", what, exc_info=failure)
+    raise _HostFailure(type(failure).__name__) from failure
 
 
 def _error(id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -157,8 +192,10 @@ class AppBridge:
       ``on_message(MessageParams)``: False (or a raise) means the host could not
       (``isError: true``);
     * ``on_model_context(UpdateModelContextParams)``: the view's context for the model
-      (also kept in :attr:`model_context`, the last one only);
-    * ``on_display_mode(mode)``: the mode now set (default: the current one);
+      False (or a raise) refuses it (``isError: true``); else it is kept in
+      :attr:`model_context` (the last one accepted only);
+    * ``on_display_mode(mode)``: the mode now set (default, and for anything that is
+      not one of the context's ``available_display_modes``: the current one);
     * ``on_size_changed(width, height)``, ``on_teardown_request()``,
       ``on_log(level, data, logger)``: the view's notifications.
 
@@ -217,7 +254,7 @@ class AppBridge:
         self.app_capabilities: UiAppCapabilities | None = None
         #: The view's last ``ui/notifications/size-changed`` (width, height).
         self.size: tuple[float | None, float | None] | None = None
-        #: The view's last ``ui/update-model-context``.
+        #: The view's last ``ui/update-model-context`` that the host accepted.
         self.model_context: UpdateModelContextParams | None = None
         self._tools: dict[str, Tool] | None = None
         self._next_id = 0
@@ -243,7 +280,10 @@ class AppBridge:
     async def handle(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
         """The answer to one JSON-RPC message from the view (None for a notification, or
         for the view's answer to a request of the host's). Never raises for what the view
-        sent: a malformed message, unknown method or failed call is an error response."""
+        sent: a malformed message, unknown method or failed call is an error response,
+        and a host callback or forwarded request that fails on the host's side is
+        ``-32603`` (``isError: true`` for the action requests), its detail logged, not
+        sent. Cancelling the caller still cancels this."""
         if not isinstance(message, Mapping) or message.get("jsonrpc") != "2.0":
             return _error(None, INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
         method = message.get("method")
@@ -261,10 +301,15 @@ class AppBridge:
             return None
         try:
             return _answer(id, await self._request(method, params))
+        except _HostFailure:
+            return _error(id, INTERNAL_ERROR, "Internal error")
         except McpError as exc:
             return _error(id, exc.code, exc.message, exc.data)
         except (msgspec.ValidationError, ValueError, TypeError) as exc:
             return _error(id, INVALID_PARAMS, f"Invalid params for {method}: {exc}")
+        except Exception:  # the bridge's own bug: still an answer, never a raise
+            logger.exception("AppBridge could not answer %s", method)
+            return _error(id, INTERNAL_ERROR, "Internal error")
 
     async def _request(self, method: str, params: Any) -> Any:
         has = self._callbacks
@@ -275,7 +320,7 @@ class AppBridge:
         if method == "resources/read":
             if not isinstance(params, Mapping) or not isinstance(params.get("uri"), str):
                 raise ValueError("resources/read takes a uri")
-            return await self.client.read_resource(params["uri"], timeout=self.timeout)
+            return await _forward("resources/read", self.client.read_resource(params["uri"], timeout=self.timeout))
         if method == "ui/initialize":
             init: UiInitializeParams = decode_ui_params(method, params)
             self.app_info, self.app_capabilities = init.app_info, init.app_capabilities
@@ -289,14 +334,24 @@ class AppBridge:
             mode: DisplayMode = decode_ui_params(method, params).mode
             current = self.host_context.display_mode or "inline"
             chosen = await _run(has["display_mode"], mode) if has["display_mode"] else current
-            self.host_context = msgspec.structs.replace(self.host_context, display_mode=chosen or current)
-            return {"mode": chosen or current}
+            available = self.host_context.available_display_modes or [current]
+            if chosen not in _DISPLAY_MODES or chosen not in available:
+                if chosen is not None:
+                    logger.warning("AppBridge: on_display_mode chose %r, not an available display mode", chosen)
+                chosen = current  # the host's answer must be a mode it has: the one in place
+            self.host_context = msgspec.structs.replace(self.host_context, display_mode=chosen)
+            return {"mode": chosen}
         if method == "ui/update-model-context":
             update: UpdateModelContextParams = decode_ui_params(method, params)
             if has["model_context"] is None:
                 raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            try:
+                accepted = await _run(has["model_context"], update)
+            except _HostFailure:
+                accepted = False
+            if accepted is False:
+                return {"isError": True}
             self.model_context = update
-            await _run(has["model_context"], update)
             return {}
         simple = {"ui/open-link": "open_link", "ui/download-file": "download", "ui/message": "message"}
         if method in simple:
@@ -307,7 +362,7 @@ class AppBridge:
             argument: str | DownloadFileParams | MessageParams = decoded.url if method == "ui/open-link" else decoded
             try:
                 ok = await _run(callback, argument)
-            except Exception:
+            except _HostFailure:
                 ok = False
             return {"isError": True} if ok is False else {}
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -323,16 +378,13 @@ class AppBridge:
         if tool is None or not callable_by_app(tool):
             # The extension: a host refuses a view's call to a tool not visible to apps.
             raise McpError(INVALID_PARAMS, f"Tool not available to this app: {name}", {"name": name})
-        try:
-            return await self.client.call_tool(name, arguments, timeout=self.timeout)
-        except McpError:
-            raise
-        except Exception as exc:  # a host-side failure, not the server's answer
-            raise McpError(INTERNAL_ERROR, f"The host could not call {name}: {type(exc).__name__}") from None
+        call = self.client.call_tool(name, arguments, timeout=self.timeout)
+        result: CallToolResult = await _forward(f"tools/call {name}", call)
+        return result
 
     async def _tool(self, name: str) -> Tool | None:
         if self._tools is None or name not in self._tools:
-            self._tools = {t.name: t for t in await self.client.list_all_tools()}
+            self._tools = {t.name: t for t in await _forward("tools/list", self.client.list_all_tools())}
         return self._tools.get(name)
 
     async def _notification(self, method: str, params: Any) -> None:
@@ -352,6 +404,8 @@ class AppBridge:
                 await _run(has["log"], params.get("level"), params.get("data"), params.get("logger"))
         except (msgspec.ValidationError, ValueError):
             return  # a malformed notification is dropped: there is no one to answer
+        except _HostFailure:
+            return  # the callback's failure is logged; a notification has no answer
 
     # --- to the view ------------------------------------------------------------------------
 

@@ -439,3 +439,125 @@ async def test_a_proxy_passes_the_views_through() -> None:
         assert ui is not None
         assert (ui.html, ui.meta.prefers_border) == (VIEW, True)
         assert LlmTools(await client.list_all_tools()).hidden == ["refresh"]
+
+
+# --- a host's own failures ------------------------------------------------------------------
+
+
+def _host_bug(*args: Any) -> Any:
+    raise RuntimeError("host bug: secret=/etc/host.conf")
+
+
+async def test_a_failing_callback_is_an_answer_not_a_raise(caplog: pytest.LogCaptureFixture) -> None:
+    """What a host callback raises never leaves ``handle``: a request is answered -32603
+    (``isError: true`` for the actions, update-model-context included) without the
+    exception's text, and a notification is dropped; the detail goes to the log."""
+    async with Client(_server()) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        bridge = AppBridge(
+            client,
+            ui,
+            on_open_link=_host_bug,
+            on_model_context=_host_bug,
+            on_display_mode=_host_bug,
+            on_size_changed=_host_bug,
+            on_teardown_request=_host_bug,
+            on_log=_host_bug,
+        )
+        context = await bridge.handle(_request(1, "ui/update-model-context", {"structuredContent": {"a": 1}}))
+        assert context == {"jsonrpc": "2.0", "id": 1, "result": {"isError": True}}
+        assert bridge.model_context is None  # not accepted, so not kept
+        link = await bridge.handle(_request(2, "ui/open-link", {"url": "https://example.com"}))
+        assert link == {"jsonrpc": "2.0", "id": 2, "result": {"isError": True}}
+        mode = await bridge.handle(_request(3, "ui/request-display-mode", {"mode": "fullscreen"}))
+        assert mode == {"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "Internal error"}}
+        assert bridge.host_context.display_mode == "inline"
+        for notification in [
+            {"jsonrpc": "2.0", "method": "ui/notifications/size-changed", "params": {"width": 1, "height": 2}},
+            {"jsonrpc": "2.0", "method": "ui/notifications/request-teardown"},
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}},
+        ]:
+            assert await bridge.handle(notification) is None
+        assert bridge.size == (1, 2)
+        assert "host bug" in caplog.text
+
+
+async def test_update_model_context_follows_the_false_rule() -> None:
+    refused: list[apps.UpdateModelContextParams] = []
+
+    async def on_model_context(params: apps.UpdateModelContextParams) -> bool:
+        refused.append(params)
+        return params.structured_content != {"too": "big"}
+
+    async with Client(_server()) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        bridge = AppBridge(client, ui, on_model_context=on_model_context)
+        kept = await bridge.handle(_request(1, "ui/update-model-context", {"structuredContent": {"month": 3}}))
+        assert kept["result"] == {}  # type: ignore[index]
+        no = await bridge.handle(_request(2, "ui/update-model-context", {"structuredContent": {"too": "big"}}))
+        assert no["result"] == {"isError": True}  # type: ignore[index]
+        assert len(refused) == 2
+        assert bridge.model_context is not None
+        assert bridge.model_context.structured_content == {"month": 3}  # the refused one is not kept
+
+
+async def test_a_display_mode_the_host_does_not_have_falls_back_to_the_current_one() -> None:
+    choices = iter(["bogus", "pip", "fullscreen", None])
+    async with Client(_server()) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        bridge = AppBridge(
+            client,
+            ui,
+            host_context={"displayMode": "inline", "availableDisplayModes": ["inline", "fullscreen"]},
+            on_display_mode=lambda mode: next(choices),
+        )
+        answers = []
+        for i in range(4):
+            answer = await bridge.handle(_request(i, "ui/request-display-mode", {"mode": "fullscreen"}))
+            answers.append((answer["result"]["mode"], bridge.host_context.display_mode))  # type: ignore[index]
+        # not a DisplayMode; a mode but not available here; available; the callback gave none
+        assert answers == [("inline", "inline"), ("inline", "inline"), ("fullscreen", "fullscreen"), ("fullscreen", "fullscreen")]
+
+
+async def test_a_forwarded_request_that_fails_on_the_hosts_side_is_internal_error() -> None:
+    """A transport failure (here: the connection closed under the bridge) reaches the view
+    as -32603 without its detail, for the tool listing, the call and the read alike."""
+    server = _server()
+    async with Client(server) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        listing = AppBridge(client, ui)
+        calling = AppBridge(client, ui)
+        primed = await calling.handle(_request(1, "tools/call", {"name": "refresh", "arguments": {"series": "a"}}))
+        assert "result" in primed  # type: ignore[operator]
+    internal = {"code": -32603, "message": "Internal error"}
+    for bridge, message in [
+        (listing, _request(2, "tools/call", {"name": "refresh", "arguments": {"series": "a"}})),  # tools/list fails
+        (calling, _request(3, "tools/call", {"name": "refresh", "arguments": {"series": "a"}})),  # tools/call fails
+        (calling, _request(4, "resources/read", {"uri": "ui://chart/view.html"})),
+    ]:
+        answer = await bridge.handle(message)
+        assert answer == {"jsonrpc": "2.0", "id": message["id"], "error": internal}
+
+
+async def test_cancelling_handle_still_cancels_it() -> None:
+    import asyncio
+
+    entered = asyncio.Event()
+
+    async def on_model_context(params: apps.UpdateModelContextParams) -> None:
+        entered.set()
+        await asyncio.Event().wait()
+
+    async with Client(_server()) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        bridge = AppBridge(client, ui, on_model_context=on_model_context)
+        task = asyncio.ensure_future(bridge.handle(_request(1, "ui/update-model-context", {})))
+        await entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
