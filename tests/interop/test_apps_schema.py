@@ -205,7 +205,19 @@ async def test_the_bridge_speaks_the_schema(schema: Schema) -> None:
         assert answer is not None
         assert "result" in answer, answer
         schema.check("McpUiInitializeResult", answer["result"])
-        assert answer["result"]["hostCapabilities"]["openLinks"] == {}
+        capabilities = answer["result"]["hostCapabilities"]
+        assert capabilities["openLinks"] == {}
+        # The modalities the host accepts, each a key the package defines (not ``{}``: none).
+        for name in ("message", "updateModelContext"):
+            schema.check("McpUiSupportedContentBlockModalities", capabilities[name])
+            assert "text" in capabilities[name]
+        assert capabilities["updateModelContext"] == {"text": {}, "structuredContent": {}}
+        every = AppBridge(client, ui, on_message=lambda p: None, message_modalities=apps.CONTENT_MODALITIES)
+        modalities = every.host_capabilities.message
+        assert modalities is not None
+        schema.check("McpUiSupportedContentBlockModalities", modalities)
+        defined = schema.document["$defs"]["McpUiSupportedContentBlockModalities"]["properties"]
+        assert list(modalities) == list(defined) == list(apps.CONTENT_MODALITIES)
         await bridge.handle({"jsonrpc": "2.0", "method": "ui/notifications/initialized"})
 
         result = await client.call_tool("both")

@@ -16,14 +16,16 @@ import binascii
 import dataclasses
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, get_args
 
 import msgspec
 
 from ..protocol.apps import (
     APPS_PROTOCOL_VERSION,
+    CONTENT_MODALITIES,
     UI_MIME_TYPE,
+    ContentModality,
     DisplayMode,
     DownloadFileParams,
     MessageParams,
@@ -41,6 +43,7 @@ from ..protocol.apps import (
     tool_visibility,
     ui_message,
 )
+from ..protocol.content import Content
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
 from ..protocol.types import CallToolResult, Implementation, Resource, Tool
 from .features import FeatureRequests
@@ -53,6 +56,43 @@ Callback = Callable[..., Any]
 logger = logging.getLogger("mcpkit.client")
 
 _DISPLAY_MODES: frozenset[str] = frozenset(get_args(DisplayMode))
+#: The modality of each content block type (``McpUiSupportedContentBlockModalities``).
+_BLOCK_MODALITY: Mapping[str, ContentModality] = {
+    "text": "text",
+    "image": "image",
+    "audio": "audio",
+    "resource": "resource",
+    "resource_link": "resourceLink",
+}
+
+#: What a host accepts by default in ``ui/message`` and ``ui/update-model-context``.
+_MESSAGE_MODALITIES: tuple[ContentModality, ...] = ("text",)
+_MODEL_CONTEXT_MODALITIES: tuple[ContentModality, ...] = ("text", "structuredContent")
+
+
+def _modalities(what: str, given: Collection[ContentModality]) -> tuple[ContentModality, ...]:
+    if isinstance(given, str):
+        raise TypeError(f"{what} is a collection of modalities, not one string: {given!r}")
+    unknown = [m for m in given if m not in CONTENT_MODALITIES]
+    if unknown:
+        raise ValueError(f"{what}: unknown content modality {unknown[0]!r} (known: {', '.join(CONTENT_MODALITIES)})")
+    return tuple(m for m in CONTENT_MODALITIES if m in given)
+
+
+def _check_modalities(
+    method: str, accepted: tuple[ContentModality, ...], content: list[Content] | None, structured: bool
+) -> None:
+    """Refuse (``-32602``) what the view sends in a modality the host did not advertise."""
+    used: list[str] = [_BLOCK_MODALITY.get(str(type(block).__struct_config__.tag), "") for block in content or ()]
+    if structured:
+        used.append("structuredContent")
+    for modality in used:
+        if modality not in accepted:
+            raise McpError(
+                INVALID_PARAMS,
+                f"Invalid params for {method}: this host does not accept {modality or 'that content'}"
+                f" (it accepts {', '.join(accepted) or 'nothing'})",
+            )
 
 
 class _HostFailure(Exception):
@@ -191,13 +231,19 @@ class AppBridge:
     * ``on_open_link(url)``, ``on_download(DownloadFileParams)``,
       ``on_message(MessageParams)``: False (or a raise) means the host could not
       (``isError: true``);
-    * ``on_model_context(UpdateModelContextParams)``: the view's context for the model
+    * ``on_model_context(UpdateModelContextParams)``: the view's context for the model;
       False (or a raise) refuses it (``isError: true``); else it is kept in
       :attr:`model_context` (the last one accepted only);
     * ``on_display_mode(mode)``: the mode now set (default, and for anything that is
       not one of the context's ``available_display_modes``: the current one);
     * ``on_size_changed(width, height)``, ``on_teardown_request()``,
       ``on_log(level, data, logger)``: the view's notifications.
+
+    ``message_modalities`` and ``model_context_modalities`` are what the host accepts
+    in ``ui/message`` (default: text) and ``ui/update-model-context`` (default: text
+    and ``structuredContent``), advertised as the ``message`` and
+    ``updateModelContext`` capabilities; a view's request with anything else is
+    refused with ``-32602`` before it reaches the callback.
 
     The host must not send anything before the view says it is initialized:
     :attr:`initialized` is set then, and :meth:`tool_input` and the other messages the
@@ -219,6 +265,8 @@ class AppBridge:
         on_size_changed: Callback | None = None,
         on_teardown_request: Callback | None = None,
         on_log: Callback | None = None,
+        message_modalities: Collection[ContentModality] = _MESSAGE_MODALITIES,
+        model_context_modalities: Collection[ContentModality] = _MODEL_CONTEXT_MODALITIES,
         timeout: float | None = None,
     ) -> None:
         self.client = client
@@ -244,6 +292,9 @@ class AppBridge:
             "teardown_request": on_teardown_request,
             "log": on_log,
         }
+        #: What the host accepts in ``ui/message`` and ``ui/update-model-context``.
+        self.message_modalities = _modalities("message_modalities", message_modalities)
+        self.model_context_modalities = _modalities("model_context_modalities", model_context_modalities)
         self.timeout = timeout
         #: Set when the view sent ``ui/notifications/initialized``.
         self.initialized = asyncio.Event()
@@ -271,8 +322,8 @@ class AppBridge:
             logging={},
             open_links={} if has["open_link"] else None,
             download_file={} if has["download"] else None,
-            message={} if has["message"] else None,
-            update_model_context={} if has["model_context"] else None,
+            message={m: {} for m in self.message_modalities} if has["message"] else None,
+            update_model_context={m: {} for m in self.model_context_modalities} if has["model_context"] else None,
         )
 
     # --- from the view ---------------------------------------------------------------------
@@ -345,6 +396,7 @@ class AppBridge:
             update: UpdateModelContextParams = decode_ui_params(method, params)
             if has["model_context"] is None:
                 raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            _check_modalities(method, self.model_context_modalities, update.content, update.structured_content is not None)
             try:
                 accepted = await _run(has["model_context"], update)
             except _HostFailure:
@@ -359,6 +411,8 @@ class AppBridge:
             callback = has[simple[method]]
             if callback is None:
                 raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            if method == "ui/message":
+                _check_modalities(method, self.message_modalities, decoded.content, False)
             argument: str | DownloadFileParams | MessageParams = decoded.url if method == "ui/open-link" else decoded
             try:
                 ok = await _run(callback, argument)

@@ -38,6 +38,8 @@ __all__ = [
     "VIEW_MCP_METHODS",
     "Visibility",
     "DisplayMode",
+    "ContentModality",
+    "CONTENT_MODALITIES",
     "UiCsp",
     "UiPermissions",
     "UiResourceMeta",
@@ -86,6 +88,13 @@ UI_SCHEME: Final = "ui://"
 RESOURCE_URI_META_KEY: Final = "ui/resourceUri"
 Visibility = Literal["model", "app"]
 DisplayMode = Literal["inline", "fullscreen", "pip"]
+#: What a host accepts in ``ui/message`` and ``ui/update-model-context`` (the keys of
+#: the extension's ``McpUiSupportedContentBlockModalities``, the value of the
+#: ``message`` and ``updateModelContext`` host capabilities): a content block type, or
+#: ``structuredContent``.
+ContentModality = Literal["text", "image", "audio", "resource", "resourceLink", "structuredContent"]
+#: Every :data:`ContentModality`, in the extension's order.
+CONTENT_MODALITIES: Final = ("text", "image", "audio", "resource", "resourceLink", "structuredContent")
 #: Who may use a tool: the model (the agent's tool list) and the app (its view's ``tools/call``).
 VISIBILITIES: Final = ("model", "app")
 #: The permissions a UI resource may ask for (Permission Policy features), as the wire names them.
@@ -191,7 +200,9 @@ class UiHostCapabilities(WireStruct, kw_only=True):
     """What a host offers its view (``ui/initialize``'s result). ``server_tools`` and
     ``server_resources``: it forwards the view's ``tools/call`` and ``resources/read``;
     ``open_links``, ``download_file``, ``message``, ``update_model_context``: it
-    handles those ``ui/*`` requests; ``sandbox``: the CSP and permissions it applied."""
+    handles those ``ui/*`` requests (the last two: ``{modality: {}}`` for each
+    :data:`ContentModality` it accepts there; ``{}`` would say none); ``sandbox``: the
+    CSP and permissions it applied."""
 
     experimental: dict[str, Any] | None = None
     open_links: dict[str, Any] | None = None

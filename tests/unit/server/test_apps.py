@@ -315,8 +315,8 @@ async def test_the_bridge_answers_the_view_by_the_hosts_callbacks() -> None:
             "serverTools": {},
             "serverResources": {},
             "logging": {},
-            "updateModelContext": {},
-            "message": {},
+            "updateModelContext": {"text": {}, "structuredContent": {}},
+            "message": {"text": {}},
         }
         assert answer["result"]["hostContext"]["theme"] == "dark"  # type: ignore[index]
         assert (await bridge.handle(_request(2, "ui/open-link", {"url": "https://example.com"})))["result"] == {}  # type: ignore[index]
@@ -561,3 +561,51 @@ async def test_cancelling_handle_still_cancels_it() -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_the_host_says_which_content_it_accepts_and_holds_the_view_to_it() -> None:
+    """The ``message`` and ``updateModelContext`` capabilities name the content the host
+    accepts (``{}`` would say none); a block in another modality is refused with -32602
+    before it reaches the callback."""
+    seen: list[Any] = []
+    image = {"type": "image", "data": base64.b64encode(b"png").decode(), "mimeType": "image/png"}
+    text = {"type": "text", "text": "March"}
+    async with Client(_server()) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        default = AppBridge(client, ui, on_message=seen.append, on_model_context=seen.append)
+        init = await default.handle(INIT)
+        capabilities = init["result"]["hostCapabilities"]  # type: ignore[index]
+        assert (capabilities["message"], capabilities["updateModelContext"]) == (
+            {"text": {}},
+            {"text": {}, "structuredContent": {}},
+        )
+        ok = await default.handle(_request(2, "ui/message", {"role": "user", "content": [text]}))
+        assert ok["result"] == {}  # type: ignore[index]
+        refused = await default.handle(_request(3, "ui/message", {"role": "user", "content": [text, image]}))
+        assert refused["error"] == {  # type: ignore[index]
+            "code": -32602,
+            "message": "Invalid params for ui/message: this host does not accept image (it accepts text)",
+        }
+        assert len(seen) == 1
+
+        images = AppBridge(
+            client,
+            ui,
+            on_message=seen.append,
+            on_model_context=seen.append,
+            message_modalities=["image", "text"],
+            model_context_modalities=["text"],
+        )
+        capabilities = (await images.handle(INIT))["result"]["hostCapabilities"]  # type: ignore[index]
+        assert (capabilities["message"], capabilities["updateModelContext"]) == ({"text": {}, "image": {}}, {"text": {}})
+        assert (await images.handle(_request(2, "ui/message", {"role": "user", "content": [image]})))["result"] == {}  # type: ignore[index]
+        structured = await images.handle(_request(3, "ui/update-model-context", {"structuredContent": {"month": 3}}))
+        assert structured["error"]["code"] == -32602  # type: ignore[index]
+        assert "does not accept structuredContent" in structured["error"]["message"]  # type: ignore[index]
+        assert images.model_context is None
+        assert len(seen) == 2
+        with pytest.raises(ValueError, match="unknown content modality 'video'"):
+            AppBridge(client, ui, message_modalities=["video"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="not one string"):
+            AppBridge(client, ui, message_modalities="text")  # type: ignore[arg-type]
