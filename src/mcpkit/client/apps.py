@@ -16,6 +16,7 @@ import binascii
 import dataclasses
 import inspect
 import logging
+import weakref
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, get_args
 
@@ -64,6 +65,10 @@ _BLOCK_MODALITY: Mapping[str, ContentModality] = {
     "resource": "resource",
     "resource_link": "resourceLink",
 }
+
+#: Without the client's notifications, how many names unknown to the tool listing each
+#: fetch it again once (then they are answered from the cache).
+_MISSES_REFETCHED = 64
 
 #: What a host accepts by default in ``ui/message`` and ``ui/update-model-context``.
 _MESSAGE_MODALITIES: tuple[ContentModality, ...] = ("text",)
@@ -308,6 +313,11 @@ class AppBridge:
         #: The view's last ``ui/update-model-context`` that the host accepted.
         self.model_context: UpdateModelContextParams | None = None
         self._tools: dict[str, Tool] | None = None
+        #: True when the cached tool listing may be out of date (a list-changed notice).
+        self._tools_stale = False
+        #: Names the listing lacked, each fetched again once (without notifications).
+        self._missed: set[str] = set()
+        self._hears_changes = self._listen_for_tool_changes()
         self._next_id = 0
         self._teardowns: set[int] = set()
 
@@ -436,10 +446,59 @@ class AppBridge:
         result: CallToolResult = await _forward(f"tools/call {name}", call)
         return result
 
+    def tools_changed(self) -> None:
+        """Say the server's tool list may have changed: the next ``tools/call`` from the
+        view lists the tools again. The bridge does so itself for each
+        ``notifications/tools/list_changed`` its client receives (a legacy-era session
+        gets them all; in the 2026-07-28 era they come while a ``client.listen(tools=True)``
+        is open). Names the listing lacked are looked up afresh too."""
+        self._tools_stale = True
+
+    def _listen_for_tool_changes(self) -> bool:
+        """Hear the client's ``notifications/tools/list_changed`` (when it is a client
+        that passes its notifications on); True if so. The bridge is held weakly: it
+        stops listening when it is collected."""
+        inbound = getattr(getattr(self.client, "_calls", None), "inbound", None)
+        listen = getattr(inbound, "listen", None)
+        if not callable(listen):
+            return False
+        bridge = weakref.ref(self)
+
+        def on_notification(method: str, params: dict[str, Any]) -> None:
+            alive = bridge()
+            if alive is not None and method == "notifications/tools/list_changed":
+                alive.tools_changed()
+
+        weakref.finalize(self, listen(on_notification))
+        return True
+
     async def _tool(self, name: str) -> Tool | None:
-        if self._tools is None or name not in self._tools:
-            self._tools = {t.name: t for t in await _forward("tools/list", self.client.list_all_tools())}
-        return self._tools.get(name)
+        """The tool ``name`` as listed. The listing is fetched at most once per change of
+        the server's list: first, then after a list-changed notice. A client that does not
+        pass its notices on gets each unknown name (up to a bound) fetched again once."""
+        tools = self._tools
+        if (
+            tools is None
+            or self._tools_stale
+            or (
+                name not in tools
+                and not self._hears_changes
+                and name not in self._missed
+                and len(self._missed) < _MISSES_REFETCHED
+            )
+        ):
+            if tools is None or self._tools_stale:
+                self._missed.clear()
+            self._tools_stale = False  # before the request: a change during it is heard again
+            try:
+                tools = {t.name: t for t in await _forward("tools/list", self.client.list_all_tools())}
+            except BaseException:
+                self._tools_stale = self._tools is not None  # not listed: the next call tries again
+                raise
+            self._tools = tools
+        if name not in tools and not self._hears_changes and len(self._missed) < _MISSES_REFETCHED:
+            self._missed.add(name)  # bounded: past it, an unknown name is answered from the cache
+        return tools.get(name)
 
     async def _notification(self, method: str, params: Any) -> None:
         has = self._callbacks

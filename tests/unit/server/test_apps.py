@@ -609,3 +609,110 @@ async def test_the_host_says_which_content_it_accepts_and_holds_the_view_to_it()
             AppBridge(client, ui, message_modalities=["video"])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="not one string"):
             AppBridge(client, ui, message_modalities="text")  # type: ignore[arg-type]
+
+
+# --- the tool listing the bridge keeps ------------------------------------------------------
+
+
+def _counting_lists(server: Server) -> list[str]:
+    """The ``tools/list`` requests ``server`` answers, as they come."""
+    listed: list[str] = []
+
+    async def count(ctx: Context, call_next: Any) -> Any:
+        if ctx.method == "tools/list":
+            listed.append(ctx.method)
+        return await call_next()
+
+    server.use(count)
+    return listed
+
+
+def _add_late_tool(server: Server) -> None:
+    @server.tool(ui="ui://chart/view.html", visibility=["app"])
+    def late() -> str:
+        return "late"
+
+
+async def test_unknown_names_do_not_refetch_the_listing_a_change_notice_does() -> None:
+    """Legacy era: the session hears every list change, so the bridge lists the tools once,
+    answers unknown names from that, and lists again only after a change."""
+    import asyncio
+
+    server = _server()
+    listed = _counting_lists(server)
+    changed = asyncio.Event()
+    options = ClientOptions(protocol_version="2025-11-25", on_list_changed=lambda kind: changed.set())
+    async with Client(server, options) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        bridge = AppBridge(client, ui)
+        before = len(listed)
+        for i in range(5):
+            answer = await bridge.handle(_request(i, "tools/call", {"name": f"nope{i}"}))
+            assert answer["error"]["code"] == -32602  # type: ignore[index]
+        assert await bridge.handle(_request(6, "tools/call", {"name": "late"})) is not None
+        assert len(listed) - before == 1
+        _add_late_tool(server)
+        await changed.wait()
+        answer = await bridge.handle(_request(7, "tools/call", {"name": "late"}))
+        assert answer["result"]["content"] == [{"type": "text", "text": "late"}]  # type: ignore[index]
+        await bridge.handle(_request(8, "tools/call", {"name": "nope0"}))
+        assert len(listed) - before == 2
+
+
+async def test_a_modern_bridge_hears_changes_through_a_listen_and_tools_changed() -> None:
+    server = _server()
+    listed = _counting_lists(server)
+    async with Client(server) as client:
+        assert client.era == "modern"
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        bridge = AppBridge(client, ui)
+        before = len(listed)
+        for i in range(3):
+            await bridge.handle(_request(i, "tools/call", {"name": "late"}))
+        assert len(listed) - before == 1
+        async with client.listen(tools=True) as changes:
+            _add_late_tool(server)
+            await anext(aiter(changes))
+            answer = await bridge.handle(_request(4, "tools/call", {"name": "late"}))
+            assert answer["result"]["content"] == [{"type": "text", "text": "late"}]  # type: ignore[index]
+        assert len(listed) - before == 2
+        await bridge.handle(_request(5, "tools/call", {"name": "late"}))
+        assert len(listed) - before == 2
+        bridge.tools_changed()  # the host's own word for it
+        await bridge.handle(_request(6, "tools/call", {"name": "late"}))
+        assert len(listed) - before == 3
+
+
+class _Relay:
+    """A host's own requester that passes the real client's requests on but none of its
+    notifications: the bridge cannot hear a change through it."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.list_all_tools = client.list_all_tools
+        self.call_tool = client.call_tool
+        self.read_resource = client.read_resource
+
+
+async def test_without_change_notices_each_unknown_name_refetches_once() -> None:
+    server = _server()
+    listed = _counting_lists(server)
+    async with Client(server) as client:
+        ui = await client.tool_ui("chart")
+        assert ui is not None
+        bridge = AppBridge(_Relay(client), ui)  # type: ignore[arg-type]
+        before = len(listed)
+        for _ in range(3):
+            await bridge.handle(_request(1, "tools/call", {"name": "nope"}))
+        assert len(listed) - before == 1  # the first listing was fresh for "nope": not again
+        _add_late_tool(server)
+        answer = await bridge.handle(_request(2, "tools/call", {"name": "late"}))
+        assert answer["result"]["content"] == [{"type": "text", "text": "late"}]  # type: ignore[index]
+        assert len(listed) - before == 2  # a name the listing lacked: fetched again, once
+        await bridge.handle(_request(3, "tools/call", {"name": "late"}))
+        assert len(listed) - before == 2
+        for i in range(100):  # bounded: past 64 names missed, an unknown one is answered from the cache
+            await bridge.handle(_request(10 + i, "tools/call", {"name": f"other{i}"}))
+        assert len(listed) - before == 2 + 63
