@@ -16,7 +16,6 @@ import binascii
 import dataclasses
 import inspect
 import logging
-import weakref
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, get_args
 
@@ -317,7 +316,6 @@ class AppBridge:
         self._tools_stale = False
         #: Names the listing lacked, each fetched again once (without notifications).
         self._missed: set[str] = set()
-        self._hears_changes = self._listen_for_tool_changes()
         self._next_id = 0
         self._teardowns: set[int] = set()
 
@@ -448,44 +446,21 @@ class AppBridge:
 
     def tools_changed(self) -> None:
         """Say the server's tool list may have changed: the next ``tools/call`` from the
-        view lists the tools again. The bridge does so itself for each
-        ``notifications/tools/list_changed`` its client receives (a legacy-era session
-        gets them all; in the 2026-07-28 era they come while a ``client.listen(tools=True)``
-        is open). Names the listing lacked are looked up afresh too."""
+        view lists the tools again, and names the listing lacked are looked up afresh too.
+        Call it from the client's ``ClientOptions(on_list_changed=...)`` for ``"tools"``
+        (a legacy-era session hears every change; in the 2026-07-28 era the changes come
+        while a ``client.listen(tools=True)`` is open)."""
         self._tools_stale = True
-
-    def _listen_for_tool_changes(self) -> bool:
-        """Hear the client's ``notifications/tools/list_changed`` (when it is a client
-        that passes its notifications on); True if so. The bridge is held weakly: it
-        stops listening when it is collected."""
-        inbound = getattr(getattr(self.client, "_calls", None), "inbound", None)
-        listen = getattr(inbound, "listen", None)
-        if not callable(listen):
-            return False
-        bridge = weakref.ref(self)
-
-        def on_notification(method: str, params: dict[str, Any]) -> None:
-            alive = bridge()
-            if alive is not None and method == "notifications/tools/list_changed":
-                alive.tools_changed()
-
-        weakref.finalize(self, listen(on_notification))
-        return True
 
     async def _tool(self, name: str) -> Tool | None:
         """The tool ``name`` as listed. The listing is fetched at most once per change of
-        the server's list: first, then after a list-changed notice. A client that does not
-        pass its notices on gets each unknown name (up to a bound) fetched again once."""
+        the server's list: first, then after :meth:`tools_changed`; besides, each name the
+        listing lacks (up to a bound) has it fetched again once, for a tool added since."""
         tools = self._tools
         if (
             tools is None
             or self._tools_stale
-            or (
-                name not in tools
-                and not self._hears_changes
-                and name not in self._missed
-                and len(self._missed) < _MISSES_REFETCHED
-            )
+            or (name not in tools and name not in self._missed and len(self._missed) < _MISSES_REFETCHED)
         ):
             if tools is None or self._tools_stale:
                 self._missed.clear()
@@ -496,7 +471,7 @@ class AppBridge:
                 self._tools_stale = self._tools is not None  # not listed: the next call tries again
                 raise
             self._tools = tools
-        if name not in tools and not self._hears_changes and len(self._missed) < _MISSES_REFETCHED:
+        if name not in tools and len(self._missed) < _MISSES_REFETCHED:
             self._missed.add(name)  # bounded: past it, an unknown name is answered from the cache
         return tools.get(name)
 
