@@ -21,7 +21,11 @@ from typing import Any, Final, Protocol, runtime_checkable
 __all__ = ["ProxyStore", "InMemoryProxyStore", "DEFAULT_LIMITS"]
 
 #: How many live records of each kind a store holds at most (others: ``default``).
-DEFAULT_LIMITS: Final[Mapping[str, int]] = {"client": 10_000, "login": 10_000, "code": 10_000, "default": 100_000}
+#: The marks of what was used or revoked get more room than the records they protect: a
+#: full ``used`` or ``revoked`` makes the token endpoint refuse rather than issue unguarded.
+DEFAULT_LIMITS: Final[Mapping[str, int]] = {
+    "client": 10_000, "login": 10_000, "code": 10_000, "used": 1_000_000, "revoked": 1_000_000, "default": 100_000,
+}  # fmt: skip
 
 
 @runtime_checkable

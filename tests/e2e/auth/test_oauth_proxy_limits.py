@@ -1,0 +1,115 @@
+"""The OAuth proxy under abuse (docs/auth.md, "An OAuth proxy", the refusals): a store
+that is full, a registration or a login built to fill it or to crash an endpoint, and
+the requests of a client that is not the owner of what it presents. Each test serves
+its own proxy (a GitHub-like provider on loopback, uvicorn, the store it needs) and
+speaks to it over HTTP as the client, the browser or the attacker would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpkit import InMemoryProxyStore, OAuthProxy, ProxyStore
+from mcpkit.auth import providers
+from support.servers.oauth_upstream import UpstreamIdP
+
+from .test_authorization_flow import listening_socket, serving, url_of
+from .test_oauth_proxy import (
+    SIGNING_KEY,
+    Browser,
+    World,
+    assert_invalid_token,
+    assert_oauth_error,
+    call_mcp,
+    code_for,
+    exchange,
+    mcp_server,
+    pkce,
+    post_token,
+    register,
+    tokens_for,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@contextlib.contextmanager
+def proxied(store: ProxyStore | None = None, **options: Any) -> Iterator[World]:
+    """A proxy of its own, in front of a GitHub-like provider, with ``store``."""
+    up_sock, mcp_sock = listening_socket(), listening_socket()
+    base, mcp_url = url_of(up_sock), url_of(mcp_sock, "/mcp")
+    idp = UpstreamIdP(base, "github")
+    proxy = OAuthProxy(
+        providers.github(base_url=base, api_url=f"{base}/api"), client_id="mcp-proxy", client_secret="proxy-secret",
+        resource=mcp_url, scopes=["mcp", "admin"], default_scopes=["mcp"], signing_key=SIGNING_KEY, store=store,
+        **options,
+    )  # fmt: skip
+    idp.add_client("mcp-proxy", "proxy-secret", proxy.callback_url)
+    app = mcp_server().asgi_app(auth=proxy.resource_server(required_scopes=["mcp"]))
+    with serving((up_sock, idp.asgi()), (mcp_sock, app)):
+        yield World("github", idp, proxy, mcp_url, url_of(mcp_sock))
+
+
+async def refresh(world: World, client: dict[str, Any], token: str) -> httpx.Response:
+    return await post_token(world, grant_type="refresh_token", client_id=client["client_id"], refresh_token=token)
+
+
+# --- a full store: refuse rather than issue unguarded ------------------------------------------------------
+
+
+async def test_when_the_used_marks_are_full_the_token_endpoint_refuses() -> None:
+    with proxied(InMemoryProxyStore(limits={"used": 1})) as world:
+        client, tokens = await tokens_for(world)  # its code's mark fills "used"
+        # a refresh whose reuse could not be told is refused, and the refresh token stays
+        assert_oauth_error(await refresh(world, client, tokens["refresh_token"]), "temporarily_unavailable", 503)
+        # so is a code whose replay could not be told
+        verifier, challenge = pkce()
+        async with Browser() as browser:
+            code = await code_for(world, browser, client, challenge)
+        assert_oauth_error(await exchange(world, client, code, verifier), "temporarily_unavailable", 503)
+        # the tokens already issued still work
+        assert (await call_mcp(world, tokens["access_token"])).status_code == 200
+
+
+async def test_a_replay_that_cannot_be_recorded_still_ends_the_grant() -> None:
+    with proxied(InMemoryProxyStore(limits={"revoked": 0})) as world:  # no revocation can be recorded
+        # a refresh token reused after its rotation: the rotated one stops working
+        client, tokens = await tokens_for(world)
+        rotated = await refresh(world, client, tokens["refresh_token"])
+        assert rotated.status_code == 200, rotated.text
+        again = await refresh(world, client, rotated.json()["refresh_token"])
+        assert again.status_code == 200, again.text
+        assert_oauth_error(await refresh(world, client, tokens["refresh_token"]), "invalid_grant")
+        assert_oauth_error(await refresh(world, client, again.json()["refresh_token"]), "invalid_grant")
+        # a code replayed: the refresh token it gave stops working
+        verifier, challenge = pkce()
+        async with Browser() as browser:
+            code = await code_for(world, browser, client, challenge)
+        first = await exchange(world, client, code, verifier)
+        assert first.status_code == 200, first.text
+        assert_oauth_error(await exchange(world, client, code, verifier), "invalid_grant")
+        assert_oauth_error(await refresh(world, client, first.json()["refresh_token"]), "invalid_grant")
+
+
+# --- another client's code ----------------------------------------------------------------------------------
+
+
+async def test_another_clients_attempt_does_not_spend_the_code() -> None:
+    with proxied() as world:
+        client, thief = await register(world), await register(world, "thief")
+        verifier, challenge = pkce()
+        async with Browser() as browser:
+            code = await code_for(world, browser, client, challenge)
+        assert_oauth_error(await exchange(world, thief, code, verifier), "invalid_grant")
+        assert_oauth_error(await exchange(world, thief, code, "x" * 43), "invalid_grant")
+        resp = await exchange(world, client, code, verifier)  # the owner's code still
+        assert resp.status_code == 200, resp.text
+        assert (await call_mcp(world, resp.json()["access_token"])).status_code == 200
+        # the owner replaying it is a replay: the grant ends
+        assert_oauth_error(await exchange(world, client, code, verifier), "invalid_grant")
+        assert_invalid_token(await call_mcp(world, resp.json()["access_token"]), "revoked")
