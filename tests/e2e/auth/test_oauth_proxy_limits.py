@@ -113,3 +113,35 @@ async def test_another_clients_attempt_does_not_spend_the_code() -> None:
         # the owner replaying it is a replay: the grant ends
         assert_oauth_error(await exchange(world, client, code, verifier), "invalid_grant")
         assert_invalid_token(await call_mcp(world, resp.json()["access_token"]), "revoked")
+
+
+# --- registrations that would crash an endpoint -------------------------------------------------------------
+
+
+async def test_a_redirect_uri_that_is_not_printable_ascii_is_refused() -> None:
+    with proxied() as world:
+        async with httpx.AsyncClient() as http:
+            for uri in ("https://app.example/caf\u00e9", "https://app.example/a\x7fb", "https://app.example/\x01",
+                        "com.example.app:/cb\u2028x"):  # fmt: skip
+                resp = await http.post(f"{world.origin}/register", json={"redirect_uris": [uri]})
+                assert_oauth_error(resp, "invalid_redirect_uri")
+            resp = await http.post(f"{world.origin}/register", json={"redirect_uris": ["https://app.example/caf%C3%A9"]})
+            assert resp.status_code == 201, resp.text  # percent-encoded, it is taken and /authorize redirects to it
+            client = resp.json()
+            resp = await http.get(
+                f"{world.origin}/authorize", params={"client_id": client["client_id"], "response_type": "token"}
+            )
+            assert resp.status_code == 302
+            assert resp.headers["location"].startswith("https://app.example/caf%C3%A9?error=unsupported_response_type")
+
+
+async def test_a_registration_nested_too_deeply_is_invalid_client_metadata() -> None:
+    with proxied() as world:
+        async with httpx.AsyncClient() as http:
+            for body in (b"[" * 60_000, b'{"redirect_uris": ' + b"[" * 60_000):
+                resp = await http.post(f"{world.origin}/register", content=body,
+                                       headers={"content-type": "application/json"})  # fmt: skip
+                assert_oauth_error(resp, "invalid_client_metadata")
+            resp = await http.post(f"{world.origin}/register", content=b"{not json",
+                                   headers={"content-type": "application/json"})  # fmt: skip
+            assert_oauth_error(resp, "invalid_client_metadata")

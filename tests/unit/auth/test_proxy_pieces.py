@@ -70,6 +70,10 @@ def test_approvals_expire_and_are_bounded() -> None:
         ("javascript:alert(1)", False),
         ("/relative", False),
         ("https://app.example/a b", False),
+        ("https://app.example/caf\u00e9", False),  # not ASCII: percent-encode it
+        ("https://app.example/caf%C3%A9", True),
+        ("https://app.example/a\x00b", False),
+        ("https://app.example/a\x7fb", False),
         (42, False),
     ],
 )

@@ -2,8 +2,8 @@
 registration (RFC 7591) at ``/register``, and authenticating a client at ``/token`` and
 ``/revoke`` (``none`` for public clients, ``client_secret_basic``, ``client_secret_post``).
 
-A registration is checked before it is kept: redirect URIs must be absolute, without a
-fragment, and either HTTPS, plain HTTP on a loopback host (RFC 8252 §7.3), or a
+A registration is checked before it is kept: redirect URIs must be absolute, of printable
+ASCII (percent-encode the rest), without a fragment, and either HTTPS, plain HTTP on a loopback host (RFC 8252 §7.3), or a
 private-use scheme of a native application (RFC 8252 §7.1); only the authorization code
 and refresh token grants, the ``code`` response type and the three authentication methods
 are taken. A confidential client's secret is kept as a digest only.
@@ -20,7 +20,7 @@ import time
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
-from .http import ProxyRequest, Response, json_response, oauth_error
+from .http import BadRequest, ProxyRequest, Response, json_response, oauth_error
 from .settings import ProxySettings
 from .tokens import digest
 
@@ -54,8 +54,8 @@ def _loopback(host: str | None) -> bool:
 
 def valid_redirect_uri(uri: Any) -> bool:
     """Whether ``uri`` may be a redirect URI (the module docs)."""
-    if not isinstance(uri, str) or len(uri) > 2000 or any(c.isspace() for c in uri):
-        return False
+    if not isinstance(uri, str) or len(uri) > 2000 or not all("!" <= c <= "~" for c in uri):
+        return False  # printable ASCII only: no space or control character, nothing a Location header cannot carry
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -80,7 +80,10 @@ async def register(settings: ProxySettings, request: ProxyRequest) -> Response:
     ``client_secret`` unless it chose ``none``) and the metadata kept; 400
     ``invalid_redirect_uri`` or ``invalid_client_metadata`` for what cannot be taken; 503
     ``temporarily_unavailable`` when the store is full."""
-    metadata = request.json()
+    try:
+        metadata = request.json()
+    except BadRequest as exc:
+        return oauth_error("invalid_client_metadata", str(exc))
     if not isinstance(metadata, dict):
         return oauth_error("invalid_client_metadata", "the registration must be a JSON object")
     uris = metadata.get("redirect_uris")
