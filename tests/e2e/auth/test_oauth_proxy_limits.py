@@ -25,6 +25,7 @@ from .test_oauth_proxy import (
     World,
     assert_invalid_token,
     assert_oauth_error,
+    authorize_url,
     call_mcp,
     code_for,
     exchange,
@@ -145,3 +146,57 @@ async def test_a_registration_nested_too_deeply_is_invalid_client_metadata() -> 
             resp = await http.post(f"{world.origin}/register", content=b"{not json",
                                    headers={"content-type": "application/json"})  # fmt: skip
             assert_oauth_error(resp, "invalid_client_metadata")
+
+
+# --- filling the store --------------------------------------------------------------------------------------
+
+
+class Clock:
+    """The store's clock, moved by the test: its TTLs without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_client_nobody_uses_lapses_soon_and_makes_room() -> None:
+    clock = Clock()
+    with proxied(InMemoryProxyStore(limits={"client": 2}, clock=clock), unused_client_ttl=600) as world:
+        used, unused = await register(world, "used"), await register(world, "unused")
+        async with httpx.AsyncClient() as http:
+            resp = await http.post(f"{world.origin}/register", json={"redirect_uris": ["https://app.example/cb"]})
+            assert_oauth_error(resp, "temporarily_unavailable", 503)  # full
+            assert resp.headers["retry-after"]
+        _, tokens = await tokens_for(world, used)  # its first code: kept client_ttl from now
+        clock.now += 601
+        async with httpx.AsyncClient() as http:
+            resp = await http.get(f"{world.origin}/authorize", params={"client_id": unused["client_id"]})
+            assert_oauth_error(resp, "invalid_request")  # unknown: it lapsed
+            resp = await http.post(f"{world.origin}/register", json={"redirect_uris": ["https://app.example/cb"]})
+            assert resp.status_code == 201, resp.text  # room again
+        resp = await refresh(world, used, tokens["refresh_token"])
+        assert resp.status_code == 200, resp.text  # the client that signed in is kept
+
+
+async def test_a_registration_or_a_login_too_large_to_keep_is_refused() -> None:
+    with proxied() as world:
+        async with httpx.AsyncClient() as http:
+            many = [f"https://app.example/{i}/" + "a" * 1000 for i in range(5)]  # 5 of 10, 5,000 characters
+            resp = await http.post(f"{world.origin}/register", json={"redirect_uris": many})
+            assert_oauth_error(resp, "invalid_redirect_uri")
+            resp = await http.post(f"{world.origin}/register", json={"redirect_uris": many[:3]})
+            assert resp.status_code == 201, resp.text
+            padded = {"redirect_uris": ["https://app.example/cb"], "software_statement": "x" * 20_000}
+            resp = await http.post(f"{world.origin}/register", json=padded)
+            assert_oauth_error(resp, "invalid_client_metadata")
+        client = await register(world)
+        _, challenge = pkce()
+        async with Browser() as browser:
+            resp = await browser.http.get(authorize_url(world, client, challenge, state="s" * 1025))
+            assert_oauth_error(resp, "invalid_request")
+            assert "location" not in resp.headers
+            assert "set-cookie" not in resp.headers  # nothing was kept
+            resp = await browser.http.get(authorize_url(world, client, challenge, state="s" * 1024))
+            assert resp.status_code == 200, resp.text  # the consent page

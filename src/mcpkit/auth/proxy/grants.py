@@ -108,6 +108,11 @@ async def _code(settings: ProxySettings, client: dict[str, Any], form: dict[str,
         return oauth_error("invalid_grant", "the redirect_uri is not the authorization request's")
     if not PKCE_VALUE.fullmatch(verifier) or not secrets.compare_digest(s256(verifier), record["code_challenge"]):
         return oauth_error("invalid_grant", "the code_verifier does not match the code_challenge")
+    # its first code: the client is kept client_ttl from now. Replacing its record is no new
+    # record, so it fits; if it lapsed meanwhile and cannot come back, it registers again
+    first, active = not client.get("active", True), client | {"active": True}
+    if first and not await settings.store.put("client", client["client_id"], active, settings.client_ttl):
+        log.warning("the OAuth proxy cannot keep client %s for longer (the store is full)", client["client_id"])
     return await _issue(settings, client, record, record["scopes"], f"code:{key}")
 
 

@@ -36,6 +36,8 @@ __all__ = ["authorize", "consent", "callback", "s256"]
 PKCE_VALUE: Final = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 #: The errors of an upstream authorization response passed on to the client as they are.
 _PASSED_ON: Final = {"access_denied", "temporarily_unavailable", "server_error"}
+#: The longest ``state`` a login keeps (it is stored until the login ends).
+MAX_STATE: Final = 1024
 
 
 def s256(verifier: str) -> str:
@@ -75,6 +77,8 @@ async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
     redirect_uri = q.get("redirect_uri") or (client["redirect_uris"][0] if len(client["redirect_uris"]) == 1 else "")
     if redirect_uri not in client["redirect_uris"]:
         return oauth_error("invalid_request", "the redirect_uri is not one this client registered")
+    if len(q.get("state", "")) > MAX_STATE:  # not echoed back: answered here
+        return oauth_error("invalid_request", f"state is longer than {MAX_STATE} characters")
     login: dict[str, Any] = {"client_id": client["client_id"], "redirect_uri": redirect_uri, "state": q.get("state")}
     if q.get("response_type") != "code":
         return _error(settings, login, "unsupported_response_type", "only response_type=code is supported")

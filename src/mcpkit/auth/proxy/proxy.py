@@ -56,7 +56,8 @@ class OAuthProxy:
     :class:`~mcpkit.auth.proxy.redis.RedisProxyStore` between nodes, with the same
     ``signing_key`` and ``secret``). ``signing_key``: the EC P-256 key (or PEM) the access
     tokens are signed with; ``secret``: the key of the consent cookies (both random per
-    process by default). Lifetimes are in seconds. ``http_client`` and ``timeout`` are for
+    process by default). Lifetimes are in seconds: a registered client lives
+    ``unused_client_ttl`` until its first code is exchanged, then ``client_ttl``. ``http_client`` and ``timeout`` are for
     the requests to the provider. Raises ``ValueError`` for settings that cannot work."""
 
     def __init__(
@@ -78,6 +79,7 @@ class OAuthProxy:
         code_ttl: int = 300,
         login_ttl: int = 600,
         client_ttl: int = 90 * _DAY,
+        unused_client_ttl: int = 3600,
         consent_ttl: int = 30 * _DAY,
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 10.0,
@@ -94,7 +96,7 @@ class OAuthProxy:
         defaults = list(scopes if default_scopes is None else default_scopes)
         if not set(defaults) <= set(scopes):
             raise ValueError("default_scopes must be among scopes")
-        if min(access_token_ttl, refresh_token_ttl, code_ttl, login_ttl, client_ttl, consent_ttl) <= 0:
+        if min(access_token_ttl, refresh_token_ttl, code_ttl, login_ttl, client_ttl, consent_ttl, unused_client_ttl) <= 0:
             raise ValueError("lifetimes must be positive")
         if secret is not None and len(secret) < 16:
             raise ValueError("secret must be at least 16 bytes")
@@ -117,6 +119,7 @@ class OAuthProxy:
             code_ttl=code_ttl,
             login_ttl=login_ttl,
             client_ttl=client_ttl,
+            unused_client_ttl=min(unused_client_ttl, client_ttl),
             grant_scopes=grant_scopes,
         )
         metadata_path = PATHS["metadata"] + self._base

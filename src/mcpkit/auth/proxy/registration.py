@@ -6,7 +6,10 @@ A registration is checked before it is kept: redirect URIs must be absolute, of 
 ASCII (percent-encode the rest), without a fragment, and either HTTPS, plain HTTP on a loopback host (RFC 8252 §7.3), or a
 private-use scheme of a native application (RFC 8252 §7.1); only the authorization code
 and refresh token grants, the ``code`` response type and the three authentication methods
-are taken. A confidential client's secret is kept as a digest only.
+are taken; at most 10 redirect URIs of 4,096 characters together, in a body of 16 KiB at
+most. A confidential client's secret is kept as a digest only. A client is kept for
+``unused_client_ttl`` (an hour) until its first code is exchanged, then for
+``client_ttl``: registrations nobody uses make room again soon.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ __all__ = ["register", "authenticate_client", "ClientRefused", "valid_redirect_u
 _AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post")
 _GRANTS: Final = ("authorization_code", "refresh_token")
 _MAX_URIS: Final = 10
+#: A registration's bounds: its redirect URIs together, and its whole JSON body.
+_MAX_URI_BYTES: Final = 4096
+_MAX_METADATA: Final = 16 * 1024
 _MAX_TEXT: Final = 200
 
 
@@ -80,6 +86,8 @@ async def register(settings: ProxySettings, request: ProxyRequest) -> Response:
     ``client_secret`` unless it chose ``none``) and the metadata kept; 400
     ``invalid_redirect_uri`` or ``invalid_client_metadata`` for what cannot be taken; 503
     ``temporarily_unavailable`` when the store is full."""
+    if len(request.body) > _MAX_METADATA:
+        return oauth_error("invalid_client_metadata", f"the registration is larger than {_MAX_METADATA} bytes")
     try:
         metadata = request.json()
     except BadRequest as exc:
@@ -93,6 +101,8 @@ async def register(settings: ProxySettings, request: ProxyRequest) -> Response:
         return oauth_error(
             "invalid_redirect_uri", "each redirect URI must be https, http on a loopback host, or a private-use scheme"
         )
+    if sum(len(uri) for uri in uris) > _MAX_URI_BYTES:
+        return oauth_error("invalid_redirect_uri", f"the redirect_uris together are longer than {_MAX_URI_BYTES} characters")
     method = metadata.get("token_endpoint_auth_method", "client_secret_basic")
     if method not in _AUTH_METHODS:
         return oauth_error("invalid_client_metadata", f"token_endpoint_auth_method must be one of {', '.join(_AUTH_METHODS)}")
@@ -115,9 +125,10 @@ async def register(settings: ProxySettings, request: ProxyRequest) -> Response:
         "client_name": _text(metadata, "client_name"),
         "client_uri": _text(metadata, "client_uri"),
         "issued_at": now,
+        "active": False,  # until its first code is exchanged: kept unused_client_ttl only
     }
-    if not await settings.store.put("client", client_id, record, settings.client_ttl):
-        return oauth_error("temporarily_unavailable", "too many registrations; try again later", 503)
+    if not await settings.store.put("client", client_id, record, settings.unused_client_ttl):
+        return oauth_error("temporarily_unavailable", "too many registrations; try again later", 503, [("retry-after", "60")])
     answer: dict[str, Any] = {
         "client_id": client_id,
         "client_id_issued_at": now,
