@@ -27,6 +27,7 @@ from urllib.parse import urlencode, urlsplit
 from .consent import CONSENT_COOKIE, LOGIN_COOKIE, consent_page
 from .http import ProxyRequest, Response, html_page, oauth_error, redirect
 from .settings import ProxySettings
+from .store import RECORD_ID
 from .tokens import digest
 from .upstream import UpstreamError
 
@@ -71,7 +72,7 @@ def _login_cookie_name(login_id: str) -> str:
 async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
     """``GET /authorize``: the module docs."""
     q = request.query
-    client = await settings.store.get("client", q["client_id"]) if q.get("client_id") else None
+    client = await settings.store.get("client", q["client_id"]) if RECORD_ID.fullmatch(q.get("client_id", "")) else None
     if client is None:
         return oauth_error("invalid_request", "unknown client_id: register the client first")
     redirect_uri = q.get("redirect_uri") or (client["redirect_uris"][0] if len(client["redirect_uris"]) == 1 else "")
@@ -138,7 +139,7 @@ async def consent(settings: ProxySettings, request: ProxyRequest) -> Response:
         return _page(403, "Refused", "This approval did not come from this server's page.")
     form = request.form()
     login_id = form.get("login", "")
-    login = await settings.store.get("login", login_id) if login_id else None
+    login = await settings.store.get("login", login_id) if RECORD_ID.fullmatch(login_id) else None
     if login is None:
         return _page(400, "This sign-in is over", "Start again from the application.")
     if not _same_browser(request, login_id, login):
@@ -160,7 +161,7 @@ async def callback(settings: ProxySettings, request: ProxyRequest) -> Response:
     error (``server_error`` when the provider failed)."""
     q = request.query
     login_id = q.get("state", "")
-    login = await settings.store.get("login", login_id) if login_id else None
+    login = await settings.store.get("login", login_id) if RECORD_ID.fullmatch(login_id) else None
     if login is not None and (not _same_browser(request, login_id, login) or not login.get("approved")):
         return _page(403, "Refused", "This sign-in was not begun in this browser.")  # and the login stays the user's
     login = await settings.store.take("login", login_id) if login is not None else None

@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 from .http import BadRequest, ProxyRequest, Response, json_response, oauth_error
 from .settings import ProxySettings
+from .store import RECORD_ID
 from .tokens import digest
 
 __all__ = ["register", "authenticate_client", "ClientRefused", "valid_redirect_uri"]
@@ -166,7 +167,7 @@ async def authenticate_client(settings: ProxySettings, request: ProxyRequest, fo
     client_id, secret, method = (basic[0], basic[1], "client_secret_basic") if basic else (
         form.get("client_id", ""), form.get("client_secret"), "client_secret_post" if "client_secret" in form else "none"
     )  # fmt: skip
-    client = await settings.store.get("client", client_id) if client_id else None
+    client = await settings.store.get("client", client_id) if RECORD_ID.fullmatch(client_id) else None
     refused = ClientRefused(oauth_error("invalid_client", "client authentication failed", 401,
                                         [("www-authenticate", 'Basic realm="oauth"')]))  # fmt: skip
     if client is None:

@@ -14,11 +14,16 @@ nodes.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, Final, Protocol, runtime_checkable
 
-__all__ = ["ProxyStore", "InMemoryProxyStore", "DEFAULT_LIMITS"]
+__all__ = ["ProxyStore", "InMemoryProxyStore", "DEFAULT_LIMITS", "RECORD_ID"]
+
+#: What a key taken from a request (a ``client_id``, a login id) must look like before the
+#: store is asked for it: what the proxy makes (``secrets.token_urlsafe``), nothing else.
+RECORD_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 #: How many live records of each kind a store holds at most (others: ``default``).
 #: The marks of what was used or revoked get more room than the records they protect: a
