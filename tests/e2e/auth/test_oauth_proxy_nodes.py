@@ -138,6 +138,20 @@ async def test_a_record_may_be_named_like_the_index(store: tuple[ProxyStore, Any
     assert await s.put("code", "b", {}, 60)
 
 
+async def test_the_count_of_a_kind_outlives_its_longest_record(redis_url: str) -> None:
+    root = RedisStore(redis_url, prefix="ttls")
+    try:
+        s = RedisProxyStore(root, limits={"revoked": 2})
+        assert await s.put("revoked", "grant:g", {}, 3600)  # a grant's revocation: long
+        assert await s.put("revoked", "token:t", {}, 60)  # a token's: short, and written last
+        index = [k async for k in root.redis.scan_iter("ttls:oauth*index*")]
+        assert len(index) == 1
+        assert await root.redis.pttl(index[0]) > 3_600_000  # kept for the long one, not the last one
+        assert not await s.put("revoked", "token:u", {}, 60)  # both still counted
+    finally:
+        await root.aclose()
+
+
 async def test_names_the_proxy_never_makes_do_not_reach_the_store(redis_url: str) -> None:
     mcp_sock = listening_socket()
     resource = url_of(mcp_sock, "/mcp")

@@ -7,7 +7,8 @@ A record is a string ``{prefix}:oauth:{kind}:{key}`` holding its JSON, with its 
 live as the key's expiry. The kind's live records are counted in a sorted set
 ``{prefix}:oauth-index:{kind}`` (member the key, score its expiry on Redis's clock; a name
 no record's can be) that a Lua script prunes and checks before it writes, so a kind is
-bounded across every node.
+bounded across every node; the set's own expiry is only ever pushed later, past its
+longest-lived member.
 Taking is ``GETDEL``: atomic, so one of two concurrent takes wins.
 """
 
@@ -39,7 +40,9 @@ if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ttl + 1000)
+if redis.call('PTTL', KEYS[2]) < ttl + 1000 then
+  redis.call('PEXPIRE', KEYS[2], ttl + 1000)
+end
 return 1
 """
 
