@@ -200,3 +200,37 @@ async def test_a_registration_or_a_login_too_large_to_keep_is_refused() -> None:
             assert "set-cookie" not in resp.headers  # nothing was kept
             resp = await browser.http.get(authorize_url(world, client, challenge, state="s" * 1024))
             assert resp.status_code == 200, resp.text  # the consent page
+
+
+# --- loopback redirect URIs ---------------------------------------------------------------------------------
+
+
+async def test_a_loopback_ip_redirect_uri_takes_any_port() -> None:
+    with proxied() as world:
+        client = await register(world, redirect_uris=["http://127.0.0.1/callback", "http://[::1]:1234/cb"])
+        verifier, challenge = pkce()
+        async with Browser() as browser:
+            code = await code_for(world, browser, client, challenge)  # asked at http://127.0.0.1:9/callback
+            again = await browser.http.get(authorize_url(world, client, challenge, redirect_uri="http://127.0.0.1:8/callback"))
+            assert again.status_code == 302, again.text  # the approval holds at another port: straight upstream
+            page = await browser.http.get(authorize_url(world, client, challenge, redirect_uri="http://[::1]:5555/cb"))
+            assert page.status_code == 200, page.text
+            assert "http://[::1]:5555/cb" in page.text  # the consent page names where the code goes
+            refused = [
+                "http://127.0.0.1:9/elsewhere",
+                "http://localhost:9/callback",
+                "http://127.0.0.1:9/callback?x=1",
+                "http://127.0.0.1:x/callback",
+                "http://u@127.0.0.1:9/callback",
+                "https://127.0.0.1:9/callback",
+            ]
+            for other in refused:
+                resp = await browser.http.get(authorize_url(world, client, challenge, redirect_uri=other))
+                assert_oauth_error(resp, "invalid_request")
+        resp = await exchange(world, client, code, verifier)  # with the redirect_uri it was asked with
+        assert resp.status_code == 200, resp.text
+        other = await register(world, redirect_uris=["http://localhost:8/callback", "https://app.example:8443/cb"])
+        async with httpx.AsyncClient() as http:
+            for uri in ("http://localhost:9/callback", "https://app.example:9443/cb"):  # names, not loopback IPs
+                resp = await http.get(authorize_url(world, other, challenge, redirect_uri=uri))
+                assert_oauth_error(resp, "invalid_request")

@@ -26,6 +26,7 @@ from urllib.parse import urlencode, urlsplit
 
 from .consent import CONSENT_COOKIE, LOGIN_COOKIE, consent_page
 from .http import ProxyRequest, Response, html_page, oauth_error, redirect
+from .registration import registered_redirect_uri
 from .settings import ProxySettings
 from .store import RECORD_ID
 from .tokens import digest
@@ -76,7 +77,8 @@ async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
     if client is None:
         return oauth_error("invalid_request", "unknown client_id: register the client first")
     redirect_uri = q.get("redirect_uri") or (client["redirect_uris"][0] if len(client["redirect_uris"]) == 1 else "")
-    if redirect_uri not in client["redirect_uris"]:
+    registered = registered_redirect_uri(redirect_uri, client["redirect_uris"])
+    if registered is None:
         return oauth_error("invalid_request", "the redirect_uri is not one this client registered")
     if len(q.get("state", "")) > MAX_STATE:  # not echoed back: answered here
         return oauth_error("invalid_request", f"state is longer than {MAX_STATE} characters")
@@ -99,7 +101,8 @@ async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
         "browser": digest(browser),
         "verifier": secrets.token_urlsafe(48),
         "nonce": secrets.token_urlsafe(16),
-        "approved": settings.consent.approved(request.cookies.get(CONSENT_COOKIE), client["client_id"], redirect_uri, scopes),
+        "registered": registered,  # what a consent is of: a loopback port is the application's choice each time
+        "approved": settings.consent.approved(request.cookies.get(CONSENT_COOKIE), client["client_id"], registered, scopes),
     }
     if not await settings.store.put("login", login_id, login, settings.login_ttl):
         return _error(settings, login, "temporarily_unavailable", "too many logins under way; try again later")
@@ -151,7 +154,7 @@ async def consent(settings: ProxySettings, request: ProxyRequest) -> Response:
     if not await settings.store.put("login", login_id, login, settings.login_ttl):
         return _error(settings, login, "temporarily_unavailable", "too many logins under way; try again later")
     jar, cookie = settings.consent, request.cookies.get(CONSENT_COOKIE)
-    approval = jar.with_approval(cookie, login["client_id"], login["redirect_uri"], login["scopes"])
+    approval = jar.with_approval(cookie, login["client_id"], login.get("registered", login["redirect_uri"]), login["scopes"])
     return await _upstream(settings, login_id, login, [approval])
 
 

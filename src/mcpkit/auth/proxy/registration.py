@@ -21,14 +21,14 @@ import ipaddress
 import secrets
 import time
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from .http import BadRequest, ProxyRequest, Response, json_response, oauth_error
 from .settings import ProxySettings
 from .store import RECORD_ID
 from .tokens import digest
 
-__all__ = ["register", "authenticate_client", "ClientRefused", "valid_redirect_uri"]
+__all__ = ["register", "authenticate_client", "ClientRefused", "valid_redirect_uri", "registered_redirect_uri"]
 
 _AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post")
 _GRANTS: Final = ("authorization_code", "refresh_token")
@@ -75,6 +75,32 @@ def valid_redirect_uri(uri: Any) -> bool:
         return _loopback(parts.hostname)
     # a native application's private-use scheme (reverse domain name: com.example.app:/cb)
     return "." in parts.scheme and parts.scheme not in ("javascript", "data", "file") and bool(parts.path)
+
+
+def _loopback_ip(parts: SplitResult) -> bool:
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "::1")
+
+
+def registered_redirect_uri(uri: str, registered: list[str]) -> str | None:
+    """The registered redirect URI that ``uri`` names, or None: the same string, or — for
+    a loopback IP literal over HTTP (``127.0.0.1``, ``[::1]``) — the same but for the port,
+    which a native application picks when it listens (RFC 8252 §7.3, OAuth 2.1 §8.4.2)."""
+    if uri in registered:
+        return uri
+    try:
+        asked = urlsplit(uri)
+        if not _loopback_ip(asked) or asked.username is not None or asked.fragment:
+            return None
+        asked.port  # noqa: B018 - a port that is not a number raises
+        for candidate in registered:
+            mine = urlsplit(candidate)
+            if _loopback_ip(mine) and mine.username is None and (mine.hostname, mine.path, mine.query) == (
+                asked.hostname, asked.path, asked.query
+            ):  # fmt: skip
+                return candidate
+    except ValueError:
+        return None
+    return None
 
 
 def _text(metadata: dict[str, Any], name: str) -> str | None:
