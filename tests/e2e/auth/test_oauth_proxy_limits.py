@@ -8,6 +8,7 @@ speaks to it over HTTP as the client, the browser or the attacker would.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -234,3 +235,35 @@ async def test_a_loopback_ip_redirect_uri_takes_any_port() -> None:
             for uri in ("http://localhost:9/callback", "https://app.example:9443/cb"):  # names, not loopback IPs
                 resp = await http.get(authorize_url(world, other, challenge, redirect_uri=uri))
                 assert_oauth_error(resp, "invalid_request")
+
+
+# --- the consent's Origin -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("issuer", "origin"), [("http://LOCALHOST:{port}", "http://localhost:{port}"),
+                                                ("HTTP://127.0.0.1:80", "http://127.0.0.1")])  # fmt: skip
+async def test_the_consent_origin_is_compared_as_a_browser_writes_it(issuer: str, origin: str) -> None:
+    """An issuer given with capitals or its scheme's default port: the browser's
+    ``Origin`` (lower-case, no default port) is this server's, and another is not."""
+    up_sock, mcp_sock = listening_socket(), listening_socket()
+    base, port = url_of(up_sock), mcp_sock.getsockname()[1]
+    proxy = OAuthProxy(providers.github(base_url=base, api_url=f"{base}/api"), client_id="mcp-proxy", client_secret="s",
+                       resource=url_of(mcp_sock, "/mcp"), issuer=issuer.format(port=port), signing_key=SIGNING_KEY)  # fmt: skip
+    app = mcp_server().asgi_app(auth=proxy.resource_server(required_scopes=["mcp"]))
+    with serving((up_sock, UpstreamIdP(base, "github").asgi()), (mcp_sock, app)):
+        origin_url = url_of(mcp_sock)
+        async with httpx.AsyncClient() as http:
+            body = {"redirect_uris": ["http://127.0.0.1:9/callback"], "token_endpoint_auth_method": "none"}
+            client = (await http.post(f"{origin_url}/register", json=body)).json()
+            query = {"response_type": "code", "client_id": client["client_id"], "code_challenge": pkce()[1],
+                     "code_challenge_method": "S256"}  # fmt: skip
+            page = await http.get(f"{origin_url}/authorize", params=query)
+            assert page.status_code == 200, page.text
+            login = re.search(r'name=login value="([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
+            form = {"login": login, "decision": "allow"}
+            for elsewhere in ("http://127.0.0.1:1", "null", f"https://localhost:{port}"):
+                refused = await http.post(f"{origin_url}/consent", data=form, headers={"origin": elsewhere})
+                assert refused.status_code == 403, elsewhere
+            resp = await http.post(f"{origin_url}/consent", data=form, headers={"origin": origin.format(port=port)})
+            assert resp.status_code == 302, resp.text  # on to the provider
+            assert resp.headers["location"].startswith(base)

@@ -95,6 +95,8 @@ def test_descriptions_that_cannot_work_are_refused() -> None:
         OAuthProxy(github, client_id="c", client_secret="s", resource="m/mcp")
     with pytest.raises(ValueError, match="secret"):
         OAuthProxy(github, client_id="c", client_secret="s", resource="https://m/mcp", secret=b"short")
+    with pytest.raises(ValueError, match="with a host"):
+        OAuthProxy(github, client_id="c", client_secret="s", resource="https://m/mcp", issuer="https:///path")
     with pytest.raises(ValueError, match="P-256"):
         OAuthProxy(
             github,

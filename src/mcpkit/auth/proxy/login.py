@@ -32,7 +32,7 @@ from .store import RECORD_ID
 from .tokens import digest
 from .upstream import UpstreamError
 
-__all__ = ["authorize", "consent", "callback", "s256"]
+__all__ = ["authorize", "consent", "callback", "s256", "web_origin"]
 
 #: RFC 7636 §4.2: a code challenge (and a verifier) is 43 to 128 unreserved characters.
 PKCE_VALUE: Final = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
@@ -64,6 +64,25 @@ def back(settings: ProxySettings, redirect_uri: str, state: str | None, **params
 
 def _error(settings: ProxySettings, login: dict[str, Any], error: str, description: str) -> Response:
     return back(settings, login["redirect_uri"], login.get("state"), error=error, error_description=description)
+
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def web_origin(url: str) -> str | None:
+    """The RFC 6454 origin of ``url`` as a browser serialises it in ``Origin``: the scheme
+    and host lower-cased, the port dropped when it is the scheme's default; None for one
+    that has none (``null``, no host, a port that is not a number)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), parts.hostname
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" + ("" if port is None or port == _DEFAULT_PORTS[scheme] else f":{port}")
 
 
 def _login_cookie_name(login_id: str) -> str:
@@ -137,8 +156,8 @@ async def consent(settings: ProxySettings, request: ProxyRequest) -> Response:
     POST from another origin, for a login another browser began, or for a login that
     is over is refused (403, 400) and changes nothing."""
     origin = request.headers.get("origin")
-    issuer = urlsplit(settings.issuer)
-    if origin is not None and origin != f"{issuer.scheme}://{issuer.netloc}":
+    expected = web_origin(settings.issuer)  # the issuer as given: HTTP://Example.COM:443 is https://example.com
+    if origin is not None and (expected is None or web_origin(origin) != expected):
         return _page(403, "Refused", "This approval did not come from this server's page.")
     form = request.form()
     login_id = form.get("login", "")

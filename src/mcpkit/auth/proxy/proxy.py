@@ -89,8 +89,8 @@ class OAuthProxy:
             raise ValueError("resource must be an absolute http(s) URL without a fragment")
         issuer = issuer or f"{parts.scheme}://{parts.netloc}"
         issuer_parts = urlsplit(issuer)
-        if issuer_parts.scheme not in ("http", "https") or issuer_parts.query or issuer_parts.fragment:
-            raise ValueError("issuer must be an http(s) URL without query or fragment")
+        if issuer_parts.scheme not in ("http", "https") or not issuer_parts.netloc or issuer_parts.query or issuer_parts.fragment:
+            raise ValueError("issuer must be an http(s) URL with a host, without query or fragment")
         if not all(s and " " not in s for s in scopes):
             raise ValueError("scopes must be non-empty strings without spaces")
         defaults = list(scopes if default_scopes is None else default_scopes)
