@@ -21,6 +21,7 @@ from support.servers.oauth_upstream import UpstreamIdP
 
 from .test_authorization_flow import listening_socket, serving, url_of
 from .test_oauth_proxy import (
+    CLIENT_REDIRECT,
     SIGNING_KEY,
     Browser,
     World,
@@ -33,6 +34,7 @@ from .test_oauth_proxy import (
     mcp_server,
     pkce,
     post_token,
+    redirected,
     register,
     tokens_for,
 )
@@ -267,3 +269,36 @@ async def test_the_consent_origin_is_compared_as_a_browser_writes_it(issuer: str
             resp = await http.post(f"{origin_url}/consent", data=form, headers={"origin": origin.format(port=port)})
             assert resp.status_code == 302, resp.text  # on to the provider
             assert resp.headers["location"].startswith(base)
+
+
+# --- small things -------------------------------------------------------------------------------------------
+
+
+async def test_a_scope_of_only_spaces_is_no_scope_given() -> None:
+    with proxied() as world:
+        client = await register(world)
+        verifier, challenge = pkce()
+        async with Browser() as browser:
+            params = redirected(await browser.go(authorize_url(world, client, challenge, scope="   "), CLIENT_REDIRECT))
+        assert browser.scopes == [["mcp"]]  # the default scopes, asked of the user
+        resp = await exchange(world, client, params["code"], verifier)
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["scope"] == "mcp"
+        resp = await post_token(world, grant_type="refresh_token", client_id=client["client_id"],
+                                refresh_token=resp.json()["refresh_token"], scope="  ")  # fmt: skip
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["scope"] == "mcp"  # the grant's scopes, not none
+        assert (await call_mcp(world, resp.json()["access_token"])).status_code == 200
+
+
+async def test_a_login_that_is_over_leaves_no_cookie() -> None:
+    with proxied() as world:
+        client = await register(world)
+        for approves in (True, False):
+            async with Browser(approves=approves) as browser:
+                params = redirected(await browser.go(authorize_url(world, client, pkce()[1]), CLIENT_REDIRECT))
+                assert ("code" in params) is approves
+                left = [name for name in browser.http.cookies if name.startswith("mcpkit_login")]
+                assert left == [], left
+                if approves:
+                    assert "mcpkit_consent" in browser.http.cookies  # the approval is remembered

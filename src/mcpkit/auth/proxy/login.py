@@ -108,7 +108,8 @@ async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
         return _error(settings, login, "invalid_request", "PKCE is required, with code_challenge_method=S256")
     if q.get("resource", settings.resource).rstrip("/") != settings.resource.rstrip("/"):
         return _error(settings, login, "invalid_target", f"this authorization server issues tokens for {settings.resource} only")
-    scopes = list(dict.fromkeys(q["scope"].split())) if q.get("scope") else list(settings.default_scopes)
+    asked = q.get("scope", "").split()  # none, or only spaces: the default scopes
+    scopes = list(dict.fromkeys(asked)) if asked else list(settings.default_scopes)
     unknown = [s for s in scopes if s not in settings.scopes_supported]
     if unknown:
         return _error(settings, login, "invalid_scope", f"unknown scope: {' '.join(unknown)}")
@@ -168,7 +169,9 @@ async def consent(settings: ProxySettings, request: ProxyRequest) -> Response:
         return _page(403, "Refused", "This approval was not asked of this browser.")
     if form.get("decision") != "allow":
         await settings.store.delete("login", login_id)
-        return _error(settings, login, "access_denied", "the user denied access")
+        denied = _error(settings, login, "access_denied", "the user denied access")
+        denied.headers.append(("set-cookie", _cleared(settings, login_id)))
+        return denied
     login["approved"] = True
     if not await settings.store.put("login", login_id, login, settings.login_ttl):
         return _error(settings, login, "temporarily_unavailable", "too many logins under way; try again later")
@@ -189,6 +192,18 @@ async def callback(settings: ProxySettings, request: ProxyRequest) -> Response:
     login = await settings.store.take("login", login_id) if login is not None else None
     if login is None:
         return _page(400, "This sign-in is over", "Unknown or finished sign-in; start again from the application.")
+    response = await _ended(settings, q, login)
+    response.headers.append(("set-cookie", _cleared(settings, login_id)))  # the login is over: its cookie too
+    return response
+
+
+def _cleared(settings: ProxySettings, login_id: str) -> str:
+    """The ``Set-Cookie`` value that removes the cookie of a login that is over."""
+    return f"{_login_cookie_name(login_id)}=; Max-Age=0; {settings.consent.attributes}"
+
+
+async def _ended(settings: ProxySettings, q: dict[str, str], login: dict[str, Any]) -> Response:
+    """The client's answer to the provider's answer ``q``, for ``login`` (taken)."""
     upstream_issuer = settings.upstream.provider.issuer
     if "iss" in q and upstream_issuer is not None and q["iss"] != upstream_issuer:
         return _error(settings, login, "server_error", "the identity provider's answer names another issuer")
