@@ -17,6 +17,7 @@ import pytest
 
 from mcpkit import InMemoryProxyStore, OAuthProxy, ProxyStore
 from mcpkit.auth import providers
+from mcpkit.stores.buckets import InMemoryBuckets
 from support.servers.oauth_upstream import UpstreamIdP
 
 from .test_authorization_flow import listening_socket, serving, url_of
@@ -302,3 +303,27 @@ async def test_a_login_that_is_over_leaves_no_cookie() -> None:
                 assert left == [], left
                 if approves:
                     assert "mcpkit_consent" in browser.http.cookies  # the approval is remembered
+
+
+# --- a rate limit per client address ------------------------------------------------------------------------
+
+
+async def test_register_and_authorize_are_rate_limited_per_address() -> None:
+    clock = Clock()
+    buckets = InMemoryBuckets(clock=clock)
+    with proxied(rate_limit=(2, 0.5), rate_limit_store=buckets) as world:
+        first, second = await register(world), await register(world)  # the two of the burst
+        async with httpx.AsyncClient() as http:
+            resp = await http.post(f"{world.origin}/register", json={"redirect_uris": [CLIENT_REDIRECT]})
+            assert_oauth_error(resp, "temporarily_unavailable", 429)
+            assert resp.headers["retry-after"] == "2"  # one more in 2 s
+            for client in (first, second):  # /authorize has a bucket of its own
+                page = await http.get(authorize_url(world, client, pkce()[1]))
+                assert page.status_code == 200, page.text
+            resp = await http.get(authorize_url(world, first, pkce()[1]))
+            assert_oauth_error(resp, "temporarily_unavailable", 429)
+            assert (await http.get(f"{world.origin}/.well-known/oauth-authorization-server")).status_code == 200
+            clock.now += 2
+            assert (await http.get(authorize_url(world, first, pkce()[1]))).status_code == 200
+    with pytest.raises(ValueError, match="positive"):
+        OAuthProxy(providers.github(), client_id="c", client_secret="s", resource="https://m/mcp", rate_limit=(0, 1))
