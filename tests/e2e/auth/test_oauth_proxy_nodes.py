@@ -128,6 +128,53 @@ async def test_a_full_kind_refuses_rather_than_forgets(store: tuple[ProxyStore, 
     assert await s.put("login", "other kind", {}, 60)  # each kind its own bound
 
 
+async def test_a_record_may_be_named_like_the_index(store: tuple[ProxyStore, Any]) -> None:
+    s, _ = store
+    assert await s.put("code", "index", {"n": 1}, 60)  # the name of the kind's count, once
+    assert await s.put("code", "a", {"n": 2}, 60)
+    assert not await s.put("code", "b", {}, 60)  # still counted: full
+    assert await s.get("code", "index") == {"n": 1}
+    assert await s.take("code", "index") == {"n": 1}
+    assert await s.put("code", "b", {}, 60)
+
+
+async def test_the_count_of_a_kind_outlives_its_longest_record(redis_url: str) -> None:
+    root = RedisStore(redis_url, prefix="ttls")
+    try:
+        s = RedisProxyStore(root, limits={"revoked": 2})
+        assert await s.put("revoked", "grant:g", {}, 3600)  # a grant's revocation: long
+        assert await s.put("revoked", "token:t", {}, 60)  # a token's: short, and written last
+        index = [k async for k in root.redis.scan_iter("ttls:oauth*index*")]
+        assert len(index) == 1
+        assert await root.redis.pttl(index[0]) > 3_600_000  # kept for the long one, not the last one
+        assert not await s.put("revoked", "token:u", {}, 60)  # both still counted
+    finally:
+        await root.aclose()
+
+
+async def test_names_the_proxy_never_makes_do_not_reach_the_store(redis_url: str) -> None:
+    mcp_sock = listening_socket()
+    resource = url_of(mcp_sock, "/mcp")
+    root = RedisStore(redis_url, prefix="names")
+    proxy = OAuthProxy(providers.github(), client_id="c", client_secret="s", resource=resource,
+                       store=RedisProxyStore(root), signing_key=SIGNING_KEY)  # fmt: skip
+    app = mcp_server().asgi_app(auth=proxy.resource_server(required_scopes=["mcp"]))
+    try:
+        async with serving_here((mcp_sock, app)), httpx.AsyncClient() as http:
+            origin = url_of(mcp_sock)
+            assert (await http.post(f"{origin}/register", json={"redirect_uris": [CLIENT_REDIRECT]})).status_code == 201
+            for name in ("index", "a:b", "x" * 129, "caf\u00e9"):
+                resp = await http.get(f"{origin}/authorize", params={"client_id": name, "redirect_uri": CLIENT_REDIRECT})
+                assert_oauth_error(resp, "invalid_request")  # unknown client, not 503
+                resp = await http.post(f"{origin}/token", data={"grant_type": "refresh_token", "client_id": name,
+                                                                "refresh_token": "r"})  # fmt: skip
+                assert_oauth_error(resp, "invalid_client", 401)
+                assert (await http.post(f"{origin}/consent", data={"login": name, "decision": "allow"})).status_code == 400
+                assert (await http.get(f"{origin}/callback", params={"state": name, "code": "c"})).status_code == 400
+    finally:
+        await root.aclose()
+
+
 # --- two nodes ---------------------------------------------------------------------------------------------
 
 

@@ -70,6 +70,10 @@ def test_approvals_expire_and_are_bounded() -> None:
         ("javascript:alert(1)", False),
         ("/relative", False),
         ("https://app.example/a b", False),
+        ("https://app.example/caf\u00e9", False),  # not ASCII: percent-encode it
+        ("https://app.example/caf%C3%A9", True),
+        ("https://app.example/a\x00b", False),
+        ("https://app.example/a\x7fb", False),
         (42, False),
     ],
 )
@@ -91,6 +95,8 @@ def test_descriptions_that_cannot_work_are_refused() -> None:
         OAuthProxy(github, client_id="c", client_secret="s", resource="m/mcp")
     with pytest.raises(ValueError, match="secret"):
         OAuthProxy(github, client_id="c", client_secret="s", resource="https://m/mcp", secret=b"short")
+    with pytest.raises(ValueError, match="with a host"):
+        OAuthProxy(github, client_id="c", client_secret="s", resource="https://m/mcp", issuer="https:///path")
     with pytest.raises(ValueError, match="P-256"):
         OAuthProxy(
             github,

@@ -13,9 +13,10 @@ token ends that token.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
-from typing import Any
+from typing import Any, Final
 
 from ..verifiers import InvalidToken
 from .http import ProxyRequest, Response, json_response, oauth_error
@@ -25,6 +26,8 @@ from .settings import ProxySettings
 from .tokens import digest
 
 __all__ = ["token", "revoke"]
+
+log = logging.getLogger("mcpkit.auth")
 
 
 async def token(settings: ProxySettings, request: ProxyRequest) -> Response:
@@ -57,25 +60,60 @@ async def _revoke_grant(settings: ProxySettings, grant_id: str) -> bool:
     )
 
 
+#: How many rotations a failed revocation follows to the grant's live refresh token.
+_MAX_CHAIN: Final = 1000
+
+
+async def _replayed(settings: ProxySettings, used: dict[str, Any]) -> Response:
+    """A code or refresh token came back (``used`` is its mark): the grant is revoked. If
+    the store cannot record that, the grant is ended all the same — its live refresh token
+    deleted, found by following the rotations from ``used`` — so nothing more is issued
+    for it; its access tokens then live out their (short) time."""
+    if not await _revoke_grant(settings, used["grant_id"]):
+        log.warning("the OAuth proxy cannot record a revocation (the store is full); ending the grant's refresh token")
+        mark: dict[str, Any] | None = used
+        for _ in range(_MAX_CHAIN):
+            successor = mark.get("refresh") if mark is not None else None
+            if not successor:
+                break
+            await settings.store.delete("refresh", successor)
+            mark = await settings.store.get("used", f"refresh:{successor}")
+    return oauth_error("invalid_grant", "the code or refresh token was already used; its grant is revoked")
+
+
+def _full() -> Response:
+    return oauth_error("temporarily_unavailable", "cannot record the use of this grant now; try again later", 503,
+                       [("retry-after", "5")])  # fmt: skip
+
+
 async def _code(settings: ProxySettings, client: dict[str, Any], form: dict[str, str]) -> Response:
     code, verifier = form.get("code", ""), form.get("code_verifier", "")
     if not code or not verifier:
         return oauth_error("invalid_request", "code and code_verifier are required")
     key = digest(code)
-    record = await settings.store.take("code", key)
+    record = await settings.store.get("code", key)
     if record is None:
         used = await settings.store.get("used", f"code:{key}")
         if used is not None:
-            await _revoke_grant(settings, used["grant_id"])
+            return await _replayed(settings, used)
         return oauth_error("invalid_grant", "the authorization code is unknown, expired or already used")
-    await settings.store.put("used", f"code:{key}", {"grant_id": record["grant_id"]}, settings.refresh_token_ttl)
-    if record["client_id"] != client["client_id"]:
+    if record["client_id"] != client["client_id"]:  # not the owner's: it neither spends the code nor ends the grant
         return oauth_error("invalid_grant", "the authorization code was issued to another client")
+    mark = {"grant_id": record["grant_id"]}
+    if not await settings.store.put("used", f"code:{key}", mark, settings.refresh_token_ttl):
+        return _full()  # without the mark a replay could not be told: refuse, the code stays
+    if await settings.store.take("code", key) is None:  # another request of the owner's took it: a replay
+        return await _replayed(settings, mark)
     if form.get("redirect_uri", record["redirect_uri"]) != record["redirect_uri"]:
         return oauth_error("invalid_grant", "the redirect_uri is not the authorization request's")
     if not PKCE_VALUE.fullmatch(verifier) or not secrets.compare_digest(s256(verifier), record["code_challenge"]):
         return oauth_error("invalid_grant", "the code_verifier does not match the code_challenge")
-    return await _issue(settings, client, record, record["scopes"])
+    # its first code: the client is kept client_ttl from now. Replacing its record is no new
+    # record, so it fits; if it lapsed meanwhile and cannot come back, it registers again
+    first, active = not client.get("active", True), client | {"active": True}
+    if first and not await settings.store.put("client", client["client_id"], active, settings.client_ttl):
+        log.warning("the OAuth proxy cannot keep client %s for longer (the store is full)", client["client_id"])
+    return await _issue(settings, client, record, record["scopes"], f"code:{key}")
 
 
 async def _refresh(settings: ProxySettings, client: dict[str, Any], form: dict[str, str]) -> Response:
@@ -84,27 +122,34 @@ async def _refresh(settings: ProxySettings, client: dict[str, Any], form: dict[s
         return oauth_error("invalid_request", "refresh_token is required")
     key = digest(presented)
     record = await settings.store.get("refresh", key)
-    if record is not None and record["client_id"] != client["client_id"]:
-        return oauth_error("invalid_grant", "the refresh token was issued to another client")
-    record = await settings.store.take("refresh", key) if record is not None else None
     if record is None:
         used = await settings.store.get("used", f"refresh:{key}")
         if used is not None:  # a rotated-out refresh token came back: someone has a copy
-            await _revoke_grant(settings, used["grant_id"])
+            return await _replayed(settings, used)
         return oauth_error("invalid_grant", "the refresh token is unknown, expired, revoked or already used")
-    await settings.store.put("used", f"refresh:{key}", {"grant_id": record["grant_id"]}, settings.refresh_token_ttl)
+    if record["client_id"] != client["client_id"]:
+        return oauth_error("invalid_grant", "the refresh token was issued to another client")
+    mark = {"grant_id": record["grant_id"]}
+    if not await settings.store.put("used", f"refresh:{key}", mark, settings.refresh_token_ttl):
+        return _full()  # without the mark a reuse could not be told: refuse, the token stays
+    if await settings.store.take("refresh", key) is None:  # taken by a concurrent request: a reuse
+        return await _replayed(settings, mark)
     if await settings.store.get("revoked", f"grant:{record['grant_id']}") is not None:
         return oauth_error("invalid_grant", "the grant was revoked")
     scopes = record["scopes"]
-    if form.get("scope"):
+    if form.get("scope", "").strip():
         asked = list(dict.fromkeys(form["scope"].split()))
         if not set(asked) <= set(scopes):
             return oauth_error("invalid_scope", "a refresh cannot add scopes the grant does not have")
         scopes = asked
-    return await _issue(settings, client, record, scopes)
+    return await _issue(settings, client, record, scopes, f"refresh:{key}")
 
 
-async def _issue(settings: ProxySettings, client: dict[str, Any], grant: dict[str, Any], scopes: list[str]) -> Response:
+async def _issue(
+    settings: ProxySettings, client: dict[str, Any], grant: dict[str, Any], scopes: list[str], used: str
+) -> Response:
+    """The tokens of ``grant``; the mark ``used`` (of the code or refresh token traded)
+    learns the new refresh token's digest, so that a failed revocation can end it."""
     access, _ = settings.minter.mint(
         subject=grant["subject"], client_id=client["client_id"], scopes=scopes, grant_id=grant["grant_id"],
         lifetime=settings.access_token_ttl, claims=grant["claims"],
@@ -119,6 +164,9 @@ async def _issue(settings: ProxySettings, client: dict[str, Any], grant: dict[st
         }
         if not await settings.store.put("refresh", digest(refresh), record, settings.refresh_token_ttl):
             return oauth_error("temporarily_unavailable", "too many grants; try again later", 503)
+        # replacing the mark written a moment ago: no new record, so it fits
+        mark = {"grant_id": grant["grant_id"], "refresh": digest(refresh)}
+        await settings.store.put("used", used, mark, settings.refresh_token_ttl)
         body["refresh_token"] = refresh
     return json_response(200, body)
 

@@ -49,11 +49,14 @@ class ProxyRequest:
             raise BadRequest("the body is not UTF-8") from None
 
     def json(self) -> Any:
-        """The body as JSON. Raises :class:`BadRequest` when it is not."""
+        """The body as JSON. Raises :class:`BadRequest` when it is not, or when it nests
+        too deeply to parse."""
         try:
             return json.loads(self.body)
         except ValueError:
             raise BadRequest("the body is not JSON") from None
+        except RecursionError:
+            raise BadRequest("the body nests too deeply") from None
 
 
 def _unique(pairs: list[tuple[str, str]]) -> dict[str, str]:

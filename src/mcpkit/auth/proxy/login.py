@@ -26,16 +26,20 @@ from urllib.parse import urlencode, urlsplit
 
 from .consent import CONSENT_COOKIE, LOGIN_COOKIE, consent_page
 from .http import ProxyRequest, Response, html_page, oauth_error, redirect
+from .registration import registered_redirect_uri
 from .settings import ProxySettings
+from .store import RECORD_ID
 from .tokens import digest
 from .upstream import UpstreamError
 
-__all__ = ["authorize", "consent", "callback", "s256"]
+__all__ = ["authorize", "consent", "callback", "s256", "web_origin"]
 
 #: RFC 7636 §4.2: a code challenge (and a verifier) is 43 to 128 unreserved characters.
 PKCE_VALUE: Final = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 #: The errors of an upstream authorization response passed on to the client as they are.
 _PASSED_ON: Final = {"access_denied", "temporarily_unavailable", "server_error"}
+#: The longest ``state`` a login keeps (it is stored until the login ends).
+MAX_STATE: Final = 1024
 
 
 def s256(verifier: str) -> str:
@@ -62,6 +66,25 @@ def _error(settings: ProxySettings, login: dict[str, Any], error: str, descripti
     return back(settings, login["redirect_uri"], login.get("state"), error=error, error_description=description)
 
 
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def web_origin(url: str) -> str | None:
+    """The RFC 6454 origin of ``url`` as a browser serialises it in ``Origin``: the scheme
+    and host lower-cased, the port dropped when it is the scheme's default; None for one
+    that has none (``null``, no host, a port that is not a number)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), parts.hostname
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" + ("" if port is None or port == _DEFAULT_PORTS[scheme] else f":{port}")
+
+
 def _login_cookie_name(login_id: str) -> str:
     return f"{LOGIN_COOKIE}_{digest(login_id)[:16]}"
 
@@ -69,12 +92,15 @@ def _login_cookie_name(login_id: str) -> str:
 async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
     """``GET /authorize``: the module docs."""
     q = request.query
-    client = await settings.store.get("client", q["client_id"]) if q.get("client_id") else None
+    client = await settings.store.get("client", q["client_id"]) if RECORD_ID.fullmatch(q.get("client_id", "")) else None
     if client is None:
         return oauth_error("invalid_request", "unknown client_id: register the client first")
     redirect_uri = q.get("redirect_uri") or (client["redirect_uris"][0] if len(client["redirect_uris"]) == 1 else "")
-    if redirect_uri not in client["redirect_uris"]:
+    registered = registered_redirect_uri(redirect_uri, client["redirect_uris"])
+    if registered is None:
         return oauth_error("invalid_request", "the redirect_uri is not one this client registered")
+    if len(q.get("state", "")) > MAX_STATE:  # not echoed back: answered here
+        return oauth_error("invalid_request", f"state is longer than {MAX_STATE} characters")
     login: dict[str, Any] = {"client_id": client["client_id"], "redirect_uri": redirect_uri, "state": q.get("state")}
     if q.get("response_type") != "code":
         return _error(settings, login, "unsupported_response_type", "only response_type=code is supported")
@@ -82,7 +108,8 @@ async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
         return _error(settings, login, "invalid_request", "PKCE is required, with code_challenge_method=S256")
     if q.get("resource", settings.resource).rstrip("/") != settings.resource.rstrip("/"):
         return _error(settings, login, "invalid_target", f"this authorization server issues tokens for {settings.resource} only")
-    scopes = list(dict.fromkeys(q["scope"].split())) if q.get("scope") else list(settings.default_scopes)
+    asked = q.get("scope", "").split()  # none, or only spaces: the default scopes
+    scopes = list(dict.fromkeys(asked)) if asked else list(settings.default_scopes)
     unknown = [s for s in scopes if s not in settings.scopes_supported]
     if unknown:
         return _error(settings, login, "invalid_scope", f"unknown scope: {' '.join(unknown)}")
@@ -94,7 +121,8 @@ async def authorize(settings: ProxySettings, request: ProxyRequest) -> Response:
         "browser": digest(browser),
         "verifier": secrets.token_urlsafe(48),
         "nonce": secrets.token_urlsafe(16),
-        "approved": settings.consent.approved(request.cookies.get(CONSENT_COOKIE), client["client_id"], redirect_uri, scopes),
+        "registered": registered,  # what a consent is of: a loopback port is the application's choice each time
+        "approved": settings.consent.approved(request.cookies.get(CONSENT_COOKIE), client["client_id"], registered, scopes),
     }
     if not await settings.store.put("login", login_id, login, settings.login_ttl):
         return _error(settings, login, "temporarily_unavailable", "too many logins under way; try again later")
@@ -129,24 +157,26 @@ async def consent(settings: ProxySettings, request: ProxyRequest) -> Response:
     POST from another origin, for a login another browser began, or for a login that
     is over is refused (403, 400) and changes nothing."""
     origin = request.headers.get("origin")
-    issuer = urlsplit(settings.issuer)
-    if origin is not None and origin != f"{issuer.scheme}://{issuer.netloc}":
+    expected = web_origin(settings.issuer)  # the issuer as given: HTTP://Example.COM:443 is https://example.com
+    if origin is not None and (expected is None or web_origin(origin) != expected):
         return _page(403, "Refused", "This approval did not come from this server's page.")
     form = request.form()
     login_id = form.get("login", "")
-    login = await settings.store.get("login", login_id) if login_id else None
+    login = await settings.store.get("login", login_id) if RECORD_ID.fullmatch(login_id) else None
     if login is None:
         return _page(400, "This sign-in is over", "Start again from the application.")
     if not _same_browser(request, login_id, login):
         return _page(403, "Refused", "This approval was not asked of this browser.")
     if form.get("decision") != "allow":
         await settings.store.delete("login", login_id)
-        return _error(settings, login, "access_denied", "the user denied access")
+        denied = _error(settings, login, "access_denied", "the user denied access")
+        denied.headers.append(("set-cookie", _cleared(settings, login_id)))
+        return denied
     login["approved"] = True
     if not await settings.store.put("login", login_id, login, settings.login_ttl):
         return _error(settings, login, "temporarily_unavailable", "too many logins under way; try again later")
     jar, cookie = settings.consent, request.cookies.get(CONSENT_COOKIE)
-    approval = jar.with_approval(cookie, login["client_id"], login["redirect_uri"], login["scopes"])
+    approval = jar.with_approval(cookie, login["client_id"], login.get("registered", login["redirect_uri"]), login["scopes"])
     return await _upstream(settings, login_id, login, [approval])
 
 
@@ -156,12 +186,24 @@ async def callback(settings: ProxySettings, request: ProxyRequest) -> Response:
     error (``server_error`` when the provider failed)."""
     q = request.query
     login_id = q.get("state", "")
-    login = await settings.store.get("login", login_id) if login_id else None
+    login = await settings.store.get("login", login_id) if RECORD_ID.fullmatch(login_id) else None
     if login is not None and (not _same_browser(request, login_id, login) or not login.get("approved")):
         return _page(403, "Refused", "This sign-in was not begun in this browser.")  # and the login stays the user's
     login = await settings.store.take("login", login_id) if login is not None else None
     if login is None:
         return _page(400, "This sign-in is over", "Unknown or finished sign-in; start again from the application.")
+    response = await _ended(settings, q, login)
+    response.headers.append(("set-cookie", _cleared(settings, login_id)))  # the login is over: its cookie too
+    return response
+
+
+def _cleared(settings: ProxySettings, login_id: str) -> str:
+    """The ``Set-Cookie`` value that removes the cookie of a login that is over."""
+    return f"{_login_cookie_name(login_id)}=; Max-Age=0; {settings.consent.attributes}"
+
+
+async def _ended(settings: ProxySettings, q: dict[str, str], login: dict[str, Any]) -> Response:
+    """The client's answer to the provider's answer ``q``, for ``login`` (taken)."""
     upstream_issuer = settings.upstream.provider.issuer
     if "iss" in q and upstream_issuer is not None and q["iss"] != upstream_issuer:
         return _error(settings, login, "server_error", "the identity provider's answer names another issuer")

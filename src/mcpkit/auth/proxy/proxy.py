@@ -15,6 +15,7 @@ for any other path), to mount at the root of a host application.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from ...stores.buckets import BucketStore, InMemoryBuckets, check_bucket
 from ...stores.sessions import StoreUnavailable
 from ..server import ResourceServer
 from ..verifiers import DEFAULT_LEEWAY
@@ -56,8 +58,17 @@ class OAuthProxy:
     :class:`~mcpkit.auth.proxy.redis.RedisProxyStore` between nodes, with the same
     ``signing_key`` and ``secret``). ``signing_key``: the EC P-256 key (or PEM) the access
     tokens are signed with; ``secret``: the key of the consent cookies (both random per
-    process by default). Lifetimes are in seconds. ``http_client`` and ``timeout`` are for
-    the requests to the provider. Raises ``ValueError`` for settings that cannot work."""
+    process by default). Lifetimes are in seconds: a registered client lives
+    ``unused_client_ttl`` until its first code is exchanged, then ``client_ttl``. ``http_client`` and ``timeout`` are for
+    the requests to the provider.
+
+    ``rate_limit=(capacity, refill)`` limits ``/register`` and ``/authorize``, each, per
+    client address (the ASGI ``client``: behind a reverse proxy, let the server take it
+    from ``X-Forwarded-For``, as uvicorn's ``--forwarded-allow-ips`` does): ``capacity``
+    requests at once and ``refill`` more a second, then 429 with ``Retry-After``. Its
+    buckets are in ``rate_limit_store`` (:class:`~mcpkit.stores.buckets.InMemoryBuckets`
+    by default; ``RedisStore(...).buckets`` for several nodes). Raises ``ValueError`` for
+    settings that cannot work."""
 
     def __init__(
         self,
@@ -78,26 +89,35 @@ class OAuthProxy:
         code_ttl: int = 300,
         login_ttl: int = 600,
         client_ttl: int = 90 * _DAY,
+        unused_client_ttl: int = 3600,
         consent_ttl: int = 30 * _DAY,
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 10.0,
+        rate_limit: tuple[float, float] | None = None,
+        rate_limit_store: BucketStore | None = None,
     ) -> None:
         parts = urlsplit(resource)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
             raise ValueError("resource must be an absolute http(s) URL without a fragment")
         issuer = issuer or f"{parts.scheme}://{parts.netloc}"
         issuer_parts = urlsplit(issuer)
-        if issuer_parts.scheme not in ("http", "https") or issuer_parts.query or issuer_parts.fragment:
-            raise ValueError("issuer must be an http(s) URL without query or fragment")
+        if issuer_parts.scheme not in ("http", "https") or not issuer_parts.netloc or issuer_parts.query or issuer_parts.fragment:
+            raise ValueError("issuer must be an http(s) URL with a host, without query or fragment")
         if not all(s and " " not in s for s in scopes):
             raise ValueError("scopes must be non-empty strings without spaces")
         defaults = list(scopes if default_scopes is None else default_scopes)
         if not set(defaults) <= set(scopes):
             raise ValueError("default_scopes must be among scopes")
-        if min(access_token_ttl, refresh_token_ttl, code_ttl, login_ttl, client_ttl, consent_ttl) <= 0:
+        if min(access_token_ttl, refresh_token_ttl, code_ttl, login_ttl, client_ttl, consent_ttl, unused_client_ttl) <= 0:
             raise ValueError("lifetimes must be positive")
         if secret is not None and len(secret) < 16:
             raise ValueError("secret must be at least 16 bytes")
+        if rate_limit is not None:
+            check_bucket(rate_limit[0], rate_limit[1], 1.0)
+        self._rate_limit = rate_limit
+        self._buckets: BucketStore | None = None
+        if rate_limit is not None:
+            self._buckets = rate_limit_store if rate_limit_store is not None else InMemoryBuckets()
         self._base = issuer_parts.path.rstrip("/")
         store = store if store is not None else InMemoryProxyStore()
         minter = TokenMinter(issuer, resource, signing_key)
@@ -117,6 +137,7 @@ class OAuthProxy:
             code_ttl=code_ttl,
             login_ttl=login_ttl,
             client_ttl=client_ttl,
+            unused_client_ttl=min(unused_client_ttl, client_ttl),
             grant_scopes=grant_scopes,
         )
         metadata_path = PATHS["metadata"] + self._base
@@ -167,6 +188,9 @@ class OAuthProxy:
         if method not in wanted:
             return Response(405, b"Method Not Allowed", [("allow", ", ".join(wanted))])
         try:
+            limited = await self._limited(name, scope)
+            if limited is not None:
+                return limited
             request = await read_request(scope, receive)
             return await self._route(name, request)
         except BadRequest as exc:
@@ -174,6 +198,20 @@ class OAuthProxy:
         except StoreUnavailable as exc:
             log.warning("the OAuth proxy cannot reach its store: %s", exc)
             return oauth_error("temporarily_unavailable", "the server cannot serve this now", 503, [("retry-after", "5")])
+
+    async def _limited(self, name: str, scope: Scope) -> Response | None:
+        """429 when this client address is over ``rate_limit`` at ``/register`` or ``/authorize``."""
+        if self._buckets is None or self._rate_limit is None or name not in ("register", "authorize"):
+            return None
+        client = scope.get("client")
+        address = str(client[0]) if client else "-"
+        capacity, refill = self._rate_limit
+        wait = await self._buckets.take(f"oauth-proxy:{name}:{address}", capacity=capacity, refill=refill, cost=1.0)
+        if wait <= 0:
+            return None
+        seconds = str(max(1, math.ceil(wait)))
+        return oauth_error("temporarily_unavailable", f"too many requests; try again in {seconds} s", 429,
+                           [("retry-after", seconds)])  # fmt: skip
 
     async def _route(self, name: str, request: ProxyRequest) -> Response:
         s = self.settings

@@ -5,8 +5,10 @@ across all of them (docs/auth.md, "An OAuth proxy"; the ``redis`` extra).
 
 A record is a string ``{prefix}:oauth:{kind}:{key}`` holding its JSON, with its time to
 live as the key's expiry. The kind's live records are counted in a sorted set
-``{prefix}:oauth:{kind}:index`` (member the key, score its expiry on Redis's clock) that a
-Lua script prunes and checks before it writes, so a kind is bounded across every node.
+``{prefix}:oauth-index:{kind}`` (member the key, score its expiry on Redis's clock; a name
+no record's can be) that a Lua script prunes and checks before it writes, so a kind is
+bounded across every node; the set's own expiry is only ever pushed later, past its
+longest-lived member.
 Taking is ``GETDEL``: atomic, so one of two concurrent takes wins.
 """
 
@@ -38,7 +40,9 @@ if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ttl + 1000)
+if redis.call('PTTL', KEYS[2]) < ttl + 1000 then
+  redis.call('PEXPIRE', KEYS[2], ttl + 1000)
+end
 return 1
 """
 
@@ -60,12 +64,15 @@ class RedisProxyStore:
     def _key(self, kind: str, key: str) -> str:
         return f"{self._prefix}:{kind}:{key}"
 
+    def _index(self, kind: str) -> str:
+        return f"{self._prefix}-index:{kind}"
+
     async def put(self, kind: str, key: str, value: dict[str, Any], ttl: float) -> bool:
         """See :meth:`~mcpkit.auth.proxy.store.ProxyStore.put`: the kind's bound checked by the script."""
         limit = self._limits.get(kind, self._limits["default"])
         args = [json.dumps(value), str(max(1, int(ttl * 1000))), str(limit), key]
         try:
-            written = await self._put(keys=[self._key(kind, key), f"{self._prefix}:{kind}:index"], args=args)
+            written = await self._put(keys=[self._key(kind, key), self._index(kind)], args=args)
         except FAILED as exc:
             raise StoreUnavailable(f"the OAuth proxy's store is unreachable: {exc}") from None
         return bool(int(written))
@@ -91,7 +98,7 @@ class RedisProxyStore:
         """See :meth:`~mcpkit.auth.proxy.store.ProxyStore.take`: ``GETDEL``."""
         try:
             raw = await self._redis.getdel(self._key(kind, key))
-            await self._redis.zrem(f"{self._prefix}:{kind}:index", key)
+            await self._redis.zrem(self._index(kind), key)
         except FAILED as exc:
             raise StoreUnavailable(f"the OAuth proxy's store is unreachable: {exc}") from None
         return self._decoded(raw)
@@ -100,6 +107,6 @@ class RedisProxyStore:
         """See :meth:`~mcpkit.auth.proxy.store.ProxyStore.delete`."""
         try:
             await self._redis.delete(self._key(kind, key))
-            await self._redis.zrem(f"{self._prefix}:{kind}:index", key)
+            await self._redis.zrem(self._index(kind), key)
         except FAILED as exc:
             raise StoreUnavailable(f"the OAuth proxy's store is unreachable: {exc}") from None

@@ -2,11 +2,14 @@
 registration (RFC 7591) at ``/register``, and authenticating a client at ``/token`` and
 ``/revoke`` (``none`` for public clients, ``client_secret_basic``, ``client_secret_post``).
 
-A registration is checked before it is kept: redirect URIs must be absolute, without a
-fragment, and either HTTPS, plain HTTP on a loopback host (RFC 8252 §7.3), or a
+A registration is checked before it is kept: redirect URIs must be absolute, of printable
+ASCII (percent-encode the rest), without a fragment, and either HTTPS, plain HTTP on a loopback host (RFC 8252 §7.3), or a
 private-use scheme of a native application (RFC 8252 §7.1); only the authorization code
 and refresh token grants, the ``code`` response type and the three authentication methods
-are taken. A confidential client's secret is kept as a digest only.
+are taken; at most 10 redirect URIs of 4,096 characters together, in a body of 16 KiB at
+most. A confidential client's secret is kept as a digest only. A client is kept for
+``unused_client_ttl`` (an hour) until its first code is exchanged, then for
+``client_ttl``: registrations nobody uses make room again soon.
 """
 
 from __future__ import annotations
@@ -18,17 +21,21 @@ import ipaddress
 import secrets
 import time
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
-from .http import ProxyRequest, Response, json_response, oauth_error
+from .http import BadRequest, ProxyRequest, Response, json_response, oauth_error
 from .settings import ProxySettings
+from .store import RECORD_ID
 from .tokens import digest
 
-__all__ = ["register", "authenticate_client", "ClientRefused", "valid_redirect_uri"]
+__all__ = ["register", "authenticate_client", "ClientRefused", "valid_redirect_uri", "registered_redirect_uri"]
 
 _AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post")
 _GRANTS: Final = ("authorization_code", "refresh_token")
 _MAX_URIS: Final = 10
+#: A registration's bounds: its redirect URIs together, and its whole JSON body.
+_MAX_URI_BYTES: Final = 4096
+_MAX_METADATA: Final = 16 * 1024
 _MAX_TEXT: Final = 200
 
 
@@ -54,8 +61,8 @@ def _loopback(host: str | None) -> bool:
 
 def valid_redirect_uri(uri: Any) -> bool:
     """Whether ``uri`` may be a redirect URI (the module docs)."""
-    if not isinstance(uri, str) or len(uri) > 2000 or any(c.isspace() for c in uri):
-        return False
+    if not isinstance(uri, str) or len(uri) > 2000 or not all("!" <= c <= "~" for c in uri):
+        return False  # printable ASCII only: no space or control character, nothing a Location header cannot carry
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -70,6 +77,32 @@ def valid_redirect_uri(uri: Any) -> bool:
     return "." in parts.scheme and parts.scheme not in ("javascript", "data", "file") and bool(parts.path)
 
 
+def _loopback_ip(parts: SplitResult) -> bool:
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "::1")
+
+
+def registered_redirect_uri(uri: str, registered: list[str]) -> str | None:
+    """The registered redirect URI that ``uri`` names, or None: the same string, or — for
+    a loopback IP literal over HTTP (``127.0.0.1``, ``[::1]``) — the same but for the port,
+    which a native application picks when it listens (RFC 8252 §7.3, OAuth 2.1 §8.4.2)."""
+    if uri in registered:
+        return uri
+    try:
+        asked = urlsplit(uri)
+        if not _loopback_ip(asked) or asked.username is not None or asked.fragment:
+            return None
+        asked.port  # noqa: B018 - a port that is not a number raises
+        for candidate in registered:
+            mine = urlsplit(candidate)
+            if _loopback_ip(mine) and mine.username is None and (mine.hostname, mine.path, mine.query) == (
+                asked.hostname, asked.path, asked.query
+            ):  # fmt: skip
+                return candidate
+    except ValueError:
+        return None
+    return None
+
+
 def _text(metadata: dict[str, Any], name: str) -> str | None:
     value = metadata.get(name)
     return value[:_MAX_TEXT] if isinstance(value, str) and value else None
@@ -80,7 +113,12 @@ async def register(settings: ProxySettings, request: ProxyRequest) -> Response:
     ``client_secret`` unless it chose ``none``) and the metadata kept; 400
     ``invalid_redirect_uri`` or ``invalid_client_metadata`` for what cannot be taken; 503
     ``temporarily_unavailable`` when the store is full."""
-    metadata = request.json()
+    if len(request.body) > _MAX_METADATA:
+        return oauth_error("invalid_client_metadata", f"the registration is larger than {_MAX_METADATA} bytes")
+    try:
+        metadata = request.json()
+    except BadRequest as exc:
+        return oauth_error("invalid_client_metadata", str(exc))
     if not isinstance(metadata, dict):
         return oauth_error("invalid_client_metadata", "the registration must be a JSON object")
     uris = metadata.get("redirect_uris")
@@ -90,6 +128,8 @@ async def register(settings: ProxySettings, request: ProxyRequest) -> Response:
         return oauth_error(
             "invalid_redirect_uri", "each redirect URI must be https, http on a loopback host, or a private-use scheme"
         )
+    if sum(len(uri) for uri in uris) > _MAX_URI_BYTES:
+        return oauth_error("invalid_redirect_uri", f"the redirect_uris together are longer than {_MAX_URI_BYTES} characters")
     method = metadata.get("token_endpoint_auth_method", "client_secret_basic")
     if method not in _AUTH_METHODS:
         return oauth_error("invalid_client_metadata", f"token_endpoint_auth_method must be one of {', '.join(_AUTH_METHODS)}")
@@ -112,9 +152,10 @@ async def register(settings: ProxySettings, request: ProxyRequest) -> Response:
         "client_name": _text(metadata, "client_name"),
         "client_uri": _text(metadata, "client_uri"),
         "issued_at": now,
+        "active": False,  # until its first code is exchanged: kept unused_client_ttl only
     }
-    if not await settings.store.put("client", client_id, record, settings.client_ttl):
-        return oauth_error("temporarily_unavailable", "too many registrations; try again later", 503)
+    if not await settings.store.put("client", client_id, record, settings.unused_client_ttl):
+        return oauth_error("temporarily_unavailable", "too many registrations; try again later", 503, [("retry-after", "60")])
     answer: dict[str, Any] = {
         "client_id": client_id,
         "client_id_issued_at": now,
@@ -152,7 +193,7 @@ async def authenticate_client(settings: ProxySettings, request: ProxyRequest, fo
     client_id, secret, method = (basic[0], basic[1], "client_secret_basic") if basic else (
         form.get("client_id", ""), form.get("client_secret"), "client_secret_post" if "client_secret" in form else "none"
     )  # fmt: skip
-    client = await settings.store.get("client", client_id) if client_id else None
+    client = await settings.store.get("client", client_id) if RECORD_ID.fullmatch(client_id) else None
     refused = ClientRefused(oauth_error("invalid_client", "client authentication failed", 401,
                                         [("www-authenticate", 'Basic realm="oauth"')]))  # fmt: skip
     if client is None:

@@ -49,6 +49,7 @@ class ProxySettings:
     code_ttl: int
     login_ttl: int
     client_ttl: int
+    unused_client_ttl: int
     grant_scopes: GrantScopes | None
 
     def url(self, endpoint: str) -> str:

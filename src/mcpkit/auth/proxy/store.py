@@ -14,14 +14,23 @@ nodes.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, Final, Protocol, runtime_checkable
 
-__all__ = ["ProxyStore", "InMemoryProxyStore", "DEFAULT_LIMITS"]
+__all__ = ["ProxyStore", "InMemoryProxyStore", "DEFAULT_LIMITS", "RECORD_ID"]
+
+#: What a key taken from a request (a ``client_id``, a login id) must look like before the
+#: store is asked for it: what the proxy makes (``secrets.token_urlsafe``), nothing else.
+RECORD_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 #: How many live records of each kind a store holds at most (others: ``default``).
-DEFAULT_LIMITS: Final[Mapping[str, int]] = {"client": 10_000, "login": 10_000, "code": 10_000, "default": 100_000}
+#: The marks of what was used or revoked get more room than the records they protect: a
+#: full ``used`` or ``revoked`` makes the token endpoint refuse rather than issue unguarded.
+DEFAULT_LIMITS: Final[Mapping[str, int]] = {
+    "client": 10_000, "login": 10_000, "code": 10_000, "used": 1_000_000, "revoked": 1_000_000, "default": 100_000,
+}  # fmt: skip
 
 
 @runtime_checkable
