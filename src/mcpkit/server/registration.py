@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from ..protocol.apps import UI_MIME_TYPE, UiCsp, UiPermissions
 from ..protocol.types import Icon, ToolAnnotations
@@ -366,6 +368,8 @@ class Registration:
         page = html
 
         def read() -> str:
+            from pathlib import Path  # here, not at import time: a program with a Path page has imported it
+
             return page.read_text(encoding="utf-8") if isinstance(page, Path) else page
 
         default_name = uri[len("ui://") :].rstrip("/").rsplit("/", 1)[-1] or uri

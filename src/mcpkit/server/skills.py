@@ -19,8 +19,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from ..protocol.content import Resource, ResourceContents
 from ..protocol.skills import DIRECTORY_MIME_TYPE, DYNAMIC, Skill, SkillResource
@@ -84,6 +86,8 @@ class SkillCatalog:
     def add_directory(self, directory: str | os.PathLike[str], prefix: str | None) -> list[str]:
         """Serve every skill under ``directory`` (and again on :meth:`reload`); their
         URIs. Raises what :func:`load_directory` and :meth:`add` raise."""
+        from pathlib import Path  # here, not at import time: only a server with skills directories needs it
+
         path = Path(directory)
         defs = load_directory(path, prefix)
         self.add(defs)

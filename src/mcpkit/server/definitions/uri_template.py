@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import parse_qs, unquote
 
 __all__ = ["UriTemplate"]
 
@@ -157,6 +156,8 @@ class UriTemplate:
             if found is None:
                 return None
             groups = found
+        from urllib.parse import parse_qs, unquote  # here, not at import time: it imports ipaddress
+
         out: dict[str, str] = {}
         for n in self.variables:
             if n in self._query_vars:
