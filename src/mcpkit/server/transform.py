@@ -114,8 +114,7 @@ class ArgTransform:
         return self.default is not _UNSET
 
 
-@dataclasses.dataclass(slots=True)
-class _Fitted:
+class _Fitted(msgspec.Struct):
     """A transformation fitted to one description of its source."""
 
     source: Tool

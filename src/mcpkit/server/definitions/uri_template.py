@@ -21,8 +21,9 @@ character, and is matched by its regex (the fast path); both give the same value
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Final
+
+import msgspec
 
 __all__ = ["UriTemplate"]
 
@@ -39,13 +40,11 @@ _SEPARATOR: Final = {"": ",", "+": ",", "#": ",", ".": ".", "/": "/", ";": ";"}
 _PREFIX: Final = {"": "", "+": "", "#": "#", ".": ".", "/": "/", ";": ";"}
 
 
-@dataclass(frozen=True, slots=True)
-class _Literal:
+class _Literal(msgspec.Struct, frozen=True):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Variable:
+class _Variable(msgspec.Struct, frozen=True):
     """A run of characters not in ``excluded``: the longest (greedy) or, with ``lazy``,
     the shortest from which the rest matches. ``group`` names its value."""
 
@@ -55,13 +54,11 @@ class _Variable:
     stops: re.Pattern[str]  # finds the characters it cannot contain
 
 
-@dataclass(frozen=True, slots=True)
-class _OptionalEquals:
+class _OptionalEquals(msgspec.Struct, frozen=True):
     """The ``=`` after a ``{;name}`` (taken when the rest matches after it)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Query:
+class _Query(msgspec.Struct, frozen=True):
     """``[?&]`` and the rest up to a ``#``, or nothing (taken when the rest matches)."""
 
     group: str
