@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .definitions.skills import ContentFunction
+
 from ..protocol.apps import UI_MIME_TYPE, UiCsp, UiPermissions
 from ..protocol.types import Icon, ToolAnnotations
 from .apps import check_ui_uri, is_ui_resource, tool_meta_with_ui, ui_resource_meta
 from .definitions.options import ToolOptions
 from .definitions.prompts import PromptDef
 from .definitions.resources import ResourceDef, TemplateDef, resource_from_function
-from .definitions.skills import ContentFunction, skill_from_code
 from .definitions.tools import tool_from_function, tool_from_schema
 from .filters import with_tags
 from .injection import Provider, callable_name
@@ -511,6 +512,8 @@ class Registration:
         description, a prefix or path that is not plain relative segments, frontmatter
         JSON cannot carry, a skill over the limits, a URI served already, or a skill
         that would hold another or sit inside one."""
+        from .definitions.skills import skill_from_code  # here, not at import time: only a server with skills needs it
+
         definition = skill_from_code(name, description, instructions, files=files, frontmatter=frontmatter, prefix=prefix)
         self._registry.skills.add([definition])
         return definition.uri
