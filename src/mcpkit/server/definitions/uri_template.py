@@ -27,8 +27,9 @@ import msgspec
 
 __all__ = ["UriTemplate"]
 
-_EXPR: Final = re.compile(r"\{([+#./;?&]?)([^{}]+)\}")
-_NAME: Final = re.compile(r"[A-Za-z0-9_.%]+")
+# compiled (and cached by re) at first use, not at import
+_EXPR: Final = r"\{([+#./;?&]?)([^{}]+)\}"
+_NAME: Final = r"[A-Za-z0-9_.%]+"
 #: The characters a variable of each operator cannot contain (everything else it can): the
 #: URI's structure (``/``, ``?``, ``#``) and the expression's own separators, as the official
 #: SDK's matcher stops at, so ``files://{name}`` matches ``files://report.csv``. A stricter
@@ -95,7 +96,7 @@ class UriTemplate:
         pattern = "^"
         pos = 0
         groups: set[str] = set()
-        for m in _EXPR.finditer(template):
+        for m in re.finditer(_EXPR, template):
             literal = template[pos : m.start()]
             pattern += re.escape(literal)
             if literal:
@@ -103,7 +104,7 @@ class UriTemplate:
             pos = m.end()
             op, names = m.group(1), [n.split(":")[0].rstrip("*") for n in m.group(2).split(",")]
             for n in names:
-                if not _NAME.fullmatch(n):
+                if not re.fullmatch(_NAME, n):
                     raise ValueError(f"invalid variable name {n!r} in URI template {template!r}")
             self.variables.extend(names)
             if op in ("?", "&"):
