@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from .definitions.skills import ContentFunction
+    from .transform import ArgTransform, Wrapper
 
 from ..protocol.apps import UI_MIME_TYPE, UiCsp, UiPermissions
 from ..protocol.types import Icon, ToolAnnotations
@@ -28,7 +29,6 @@ from .filters import with_tags
 from .injection import Provider, callable_name
 from .registry import Middleware, Registry
 from .tasks import task_mode
-from .transform import ArgTransform, ToolTransform, Wrapper
 
 __all__ = ["Registration"]
 
@@ -241,6 +241,8 @@ class Registration:
         ``args`` value that is not an ``ArgTransform``. A source offered later (a proxy's
         upstream) is checked when it appears, and the transformed tool is left out
         (logged) if it does not fit."""
+        from .transform import ToolTransform  # here, not at import time: only a server that transforms a tool needs it
+
         transform = ToolTransform(
             source, name=name, title=title, description=description, args=args, wrap=wrap, tags=tags, meta=meta
         )
