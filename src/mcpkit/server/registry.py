@@ -195,8 +195,8 @@ def key_of(kind: Kind, item: Any) -> str:
 
 
 class Transforms:
-    """A registry's tool transformations (server/transform.py makes them): by the name each is offered under, and by its
-    source's name (which is then not offered)."""
+    """A registry's tool transformations (server/transform.py makes them): by the name
+    each is offered under, and by its source's name (which is then not offered)."""
 
     __slots__ = ("_by_name", "_by_source")
 
