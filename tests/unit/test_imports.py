@@ -35,3 +35,16 @@ def test_the_library_does_not_import_the_command_line() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30).stdout
     assert out.strip() == "[]"
+
+
+def test_a_server_program_does_not_import_what_only_some_servers_use() -> None:
+    """`from mcpkit import Server` leaves out the standard modules that only skills,
+    media, resource templates or sessions over HTTP need, the skills' definitions and the
+    tool transformations: they are loaded when used."""
+    code = (
+        "import sys; from mcpkit import Server; "
+        "print(sorted(m for m in ('secrets', 'hashlib', 'random', 'urllib.parse', 'mimetypes', 'pathlib',"
+        " 'mcpkit.server.definitions.skills', 'mcpkit.server.transform') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

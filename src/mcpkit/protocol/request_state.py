@@ -24,7 +24,6 @@ import base64
 import binascii
 import os
 import time
-from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -69,8 +68,7 @@ def new_exchange_id() -> str:
     return _b64(os.urandom(16))
 
 
-@dataclass(frozen=True)
-class OpenedState:
+class OpenedState(msgspec.Struct, frozen=True):
     """What an opened ``requestState`` holds: the recorded ``answers`` and the id of the
     ``exchange`` it continues."""
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
+
 __all__ = ["PREFIX", "VARIABLES", "EnvironmentSettings", "from_environment"]
 
 #: The prefix of every variable.
@@ -88,8 +90,7 @@ def _text(text: str) -> str:
     return text.strip()
 
 
-@dataclass(frozen=True, slots=True)
-class _Variable:
+class _Variable(msgspec.Struct, frozen=True):
     """One variable: where its value goes (``run``'s own argument, a ``Server``
     attribute, an option of ``asgi_app`` or of uvicorn) and how it is parsed."""
 

@@ -20,7 +20,6 @@ each question waits for its answer in a ``tasks/update``, listed meanwhile in th
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -229,8 +228,7 @@ class TaskAsker:
         await self._publish(self._questions())
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Converter:
+class _Converter(msgspec.Struct, frozen=True):
     tp: Any
 
     def __call__(self, content: dict[str, Any]) -> Any:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import os
 from typing import ClassVar, Final
-from urllib.parse import quote
 
 from ..protocol.content import AudioContent, EmbeddedResource, ImageContent, ResourceContents
 
@@ -106,6 +105,8 @@ class Media:
         return ResourceContents(uri=uri, mime_type=self.mime_type, blob=self.base64)
 
     def _uri(self) -> str:
+        from urllib.parse import quote  # here, not at import time (urllib.parse imports ipaddress)
+
         return f"file:///{quote(self.name or 'file')}"
 
 

@@ -69,14 +69,15 @@ __all__ = ["Mount", "prefix_uri", "unprefix_uri", "check_prefix"]
 
 T = TypeVar("T")
 
-_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:(?://)?")
-_PREFIX: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+# compiled (and cached by re) at first use, not at import
+_SCHEME: Final = r"[A-Za-z][A-Za-z0-9+.\-]*:(?://)?"
+_PREFIX: Final = r"[A-Za-z0-9_.\-]+"
 
 
 def check_prefix(prefix: str | None, separator: str) -> None:
     """Raises ``ValueError`` for a prefix that is not letters, digits, ``_``, ``-`` and
     ``.``, or an empty separator or one with whitespace."""
-    if prefix is not None and _PREFIX.fullmatch(prefix) is None:
+    if prefix is not None and re.fullmatch(_PREFIX, prefix) is None:
         raise ValueError(f"a mount prefix is letters, digits, '_', '-' and '.': {prefix!r}")
     if not separator or any(ch.isspace() for ch in separator):
         raise ValueError(f"a mount separator is a non-empty string without whitespace: {separator!r}")
@@ -85,7 +86,7 @@ def check_prefix(prefix: str | None, separator: str) -> None:
 def prefix_uri(uri: str, prefix: str) -> str | None:
     """``uri`` (or a URI template) under ``prefix``: the prefix as the first path segment
     after its scheme (None if it does not start with a scheme)."""
-    found = _SCHEME.match(uri)
+    found = re.match(_SCHEME, uri)
     if found is None:
         return None
     return f"{found.group(0)}{prefix}/{uri[found.end() :]}"
@@ -93,7 +94,7 @@ def prefix_uri(uri: str, prefix: str) -> str | None:
 
 def unprefix_uri(uri: str, prefix: str) -> str | None:
     """What :func:`prefix_uri` made ``uri`` from, or None if it did not."""
-    found = _SCHEME.match(uri)
+    found = re.match(_SCHEME, uri)
     if found is None:
         return None
     rest, head = uri[found.end() :], prefix + "/"

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .definitions.skills import ContentFunction
+    from .transform import ArgTransform, Wrapper
 
 from ..protocol.apps import UI_MIME_TYPE, UiCsp, UiPermissions
 from ..protocol.types import Icon, ToolAnnotations
@@ -19,13 +24,11 @@ from .apps import check_ui_uri, is_ui_resource, tool_meta_with_ui, ui_resource_m
 from .definitions.options import ToolOptions
 from .definitions.prompts import PromptDef
 from .definitions.resources import ResourceDef, TemplateDef, resource_from_function
-from .definitions.skills import ContentFunction, skill_from_code
 from .definitions.tools import tool_from_function, tool_from_schema
 from .filters import with_tags
 from .injection import Provider, callable_name
 from .registry import Middleware, Registry
 from .tasks import task_mode
-from .transform import ArgTransform, ToolTransform, Wrapper
 
 __all__ = ["Registration"]
 
@@ -238,6 +241,8 @@ class Registration:
         ``args`` value that is not an ``ArgTransform``. A source offered later (a proxy's
         upstream) is checked when it appears, and the transformed tool is left out
         (logged) if it does not fit."""
+        from .transform import ToolTransform  # here, not at import time: only a server that transforms a tool needs it
+
         transform = ToolTransform(
             source, name=name, title=title, description=description, args=args, wrap=wrap, tags=tags, meta=meta
         )
@@ -366,6 +371,8 @@ class Registration:
         page = html
 
         def read() -> str:
+            from pathlib import Path  # here, not at import time: a program with a Path page has imported it
+
             return page.read_text(encoding="utf-8") if isinstance(page, Path) else page
 
         default_name = uri[len("ui://") :].rstrip("/").rsplit("/", 1)[-1] or uri
@@ -507,6 +514,8 @@ class Registration:
         description, a prefix or path that is not plain relative segments, frontmatter
         JSON cannot carry, a skill over the limits, a URI served already, or a skill
         that would hold another or sit inside one."""
+        from .definitions.skills import skill_from_code  # here, not at import time: only a server with skills needs it
+
         definition = skill_from_code(name, description, instructions, files=files, frontmatter=frontmatter, prefix=prefix)
         self._registry.skills.add([definition])
         return definition.uri

@@ -15,7 +15,7 @@ its own features and its mounts', and asked for every name that neither it nor a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
@@ -35,7 +35,10 @@ from .session import Session
 from .settings import Settings
 from .skills import SkillCatalog, SkillFileResource
 from .tasks import TaskManager
-from .transform import ToolTransform, Transforms
+
+if TYPE_CHECKING:  # server/transform.py is imported by the first transformation
+    from ..protocol.types import Tool
+    from .transform import ToolTransform
 
 __all__ = ["Registry", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind", "key_of"]
 
@@ -189,6 +192,61 @@ def key_of(kind: Kind, item: Any) -> str:
     if kind in ("tool", "prompt"):
         return str(item.name)
     return str(item.uri if kind == "resource" else item.uri_template)
+
+
+class Transforms:
+    """A registry's tool transformations (server/transform.py makes them): by the name
+    each is offered under, and by its source's name (which is then not offered)."""
+
+    __slots__ = ("_by_name", "_by_source")
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, ToolTransform] = {}
+        self._by_source: dict[str, ToolTransform] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_source)
+
+    def copy(self) -> Transforms:
+        """The same transformations, in a table of their own."""
+        copy = Transforms()
+        copy._by_name = dict(self._by_name)
+        copy._by_source = dict(self._by_source)
+        return copy
+
+    def add(self, transform: ToolTransform) -> None:
+        """Add ``transform``. Raises ``ValueError`` if its source is transformed
+        already, or its name is another transformation's."""
+        if transform.source in self._by_source:
+            raise ValueError(f"the tool {transform.source!r} is transformed already")
+        if transform.name in self._by_name:
+            raise ValueError(f"a transformed tool named {transform.name!r} exists already")
+        self._by_source[transform.source] = transform
+        self._by_name[transform.name] = transform
+
+    def named(self, name: str) -> ToolTransform | None:
+        """The transformation offered as ``name``, if any."""
+        return self._by_name.get(name)
+
+    def hides(self, name: str) -> bool:
+        """Whether ``name`` is a transformed source's own name, and no transformed tool's:
+        not offered."""
+        return name in self._by_source and name not in self._by_name
+
+    def listed(self, tools: list[Tool]) -> list[Tool]:
+        """``tools`` as offered: each transformed source replaced by its transformation
+        (where it fits), and any other tool under a transformed tool's name left out
+        (a call of that name reaches the transformation)."""
+        out: list[Tool] = []
+        for tool in tools:
+            transform = self._by_source.get(tool.name)
+            if transform is not None:
+                described = transform.describe(tool)
+                if described is not None:
+                    out.append(described)
+            elif tool.name not in self._by_name:
+                out.append(tool)
+        return out
 
 
 class Registry:

@@ -240,10 +240,11 @@ def _in_declared_order(schema: dict[str, Any], order: list[str]) -> None:
 
 # --- docstrings ---------------------------------------------------------------------------
 
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?)\s*:?\s*$")
-_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
-_ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
-_SPHINX = re.compile(r"^\s*:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+# patterns compiled (and cached by re) at first use, not at import
+_SECTION = r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?)\s*:?\s*$"
+_NUMPY_RULE = r"^\s*-{3,}\s*$"
+_ARG_LINE = r"^\s*\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$"
+_SPHINX = r"^\s*:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$"
 
 
 def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
@@ -257,15 +258,15 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     section: str | None = None
     current: str | None = None
     for i, line in enumerate(lines):
-        m = _SECTION.match(line)
+        m = re.match(_SECTION, line)
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if m or (_NUMPY_RULE.match(nxt) and line.strip()):
+        if m or (re.match(_NUMPY_RULE, nxt) and line.strip()):
             section = (m.group(1) if m else line.strip()).lower()
             current = None
             continue
-        if _NUMPY_RULE.match(line):
+        if re.match(_NUMPY_RULE, line):
             continue
-        sp = _SPHINX.match(line)
+        sp = re.match(_SPHINX, line)
         if sp:
             section, current = "sphinx", sp.group(1)
             params[current] = sp.group(2).strip()
@@ -274,7 +275,7 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
             summary.append(line)
             continue
         if section in ("args", "arguments", "parameters", "params", "sphinx"):
-            am = _ARG_LINE.match(line)
+            am = re.match(_ARG_LINE, line)
             indent = len(line) - len(line.lstrip())
             if am and (section != "parameters" or indent == 0 or am.group(3)):
                 current = am.group(1)

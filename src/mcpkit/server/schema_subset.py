@@ -27,11 +27,11 @@ _HANDLED = frozenset(
 )
 _TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 #: The ``$ref`` values whose name needs no URI or JSON Pointer unescaping (``~1``, ``%20``).
-_PLAIN_REF = re.compile(r"#/\$defs/[A-Za-z0-9_.-]+")
+_PLAIN_REF = r"#/\$defs/[A-Za-z0-9_.-]+"  # compiled (and cached by re) at first use, not at import
 #: The ``pattern`` values whose ECMA-262 meaning Python's ``re`` gives once ``$`` and ``.``
 #: are translated (:func:`ecma`): literals, simple classes, groups, alternation and
 #: quantifiers; no escapes (``\d``, ``\w``, ``\s`` differ), no ``(?`` and no possessive ``+``.
-_PORTABLE_PATTERN = re.compile(r"\^?(?:[A-Za-z0-9_ .-]|\[\^?[A-Za-z0-9_ -]+\]|[*+?|()]|\{\d+(?:,\d*)?\})*\$?")
+_PORTABLE_PATTERN = r"\^?(?:[A-Za-z0-9_ .-]|\[\^?[A-Za-z0-9_ -]+\]|[*+?|()]|\{\d+(?:,\d*)?\})*\$?"  # see _PLAIN_REF
 
 
 def handled(schema: Any, root: Mapping[str, Any]) -> bool:
@@ -49,7 +49,7 @@ def handled(schema: Any, root: Mapping[str, Any]) -> bool:
         if key not in _HANDLED:
             return False
         if key == "$ref":
-            if not (isinstance(value, str) and _PLAIN_REF.fullmatch(value) and value[8:] in root.get("$defs", {})):
+            if not (isinstance(value, str) and re.fullmatch(_PLAIN_REF, value) and value[8:] in root.get("$defs", {})):
                 return False
         elif key == "type":
             kinds = [value] if isinstance(value, str) else value
@@ -86,7 +86,7 @@ def handled(schema: Any, root: Mapping[str, Any]) -> bool:
 
 def _portable(pattern: str) -> bool:
     """Whether ``pattern`` means the same in ECMA-262 and, through :func:`ecma`, in ``re``."""
-    if not _PORTABLE_PATTERN.fullmatch(pattern) or "(?" in pattern or "--" in pattern or re.search(r"[*+?}]\+", pattern):
+    if not re.fullmatch(_PORTABLE_PATTERN, pattern) or "(?" in pattern or "--" in pattern or re.search(r"[*+?}]\+", pattern):
         return False
     try:
         re.compile(ecma(pattern))

@@ -4,7 +4,7 @@ client outside any request (once a transport has connected it: :meth:`Server.con
 from __future__ import annotations
 
 import asyncio
-import secrets
+import os
 from typing import Any
 
 from ..protocol.types import Implementation
@@ -32,7 +32,7 @@ class Session:
 
     def __init__(self) -> None:
         #: An opaque id of this connection's state, random, this process's own.
-        self.id = secrets.token_hex(16)
+        self.id = os.urandom(16).hex()  # secrets.token_hex(16), without importing secrets (hashlib, random)
         self.initialized = False
         self.protocol_version = ""
         self.client_info: Implementation | None = None

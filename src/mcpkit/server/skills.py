@@ -19,13 +19,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .definitions.skills import SkillDef, SkillFile
 
 from ..protocol.content import Resource, ResourceContents
 from ..protocol.skills import DIRECTORY_MIME_TYPE, DYNAMIC, Skill, SkillResource
 from .definitions.resources import ResourceDef
-from .definitions.skills import SkillDef, SkillFile, directory_resource, generated, load_directory
 
 __all__ = ["SkillCatalog", "SkillFileResource", "Owner"]
 
@@ -35,6 +38,8 @@ log = logging.getLogger("mcpkit.server")
 def _reader(file: SkillFile) -> Callable[[], Any]:
     """What ``resources/read`` of ``file`` calls: its bytes as they were read, or what
     generates them now."""
+    from .definitions.skills import generated  # here and below, not at import time: only a server with skills needs it
+
     generate = file.generate
     if generate is None:
         contents = file.contents()
@@ -84,6 +89,10 @@ class SkillCatalog:
     def add_directory(self, directory: str | os.PathLike[str], prefix: str | None) -> list[str]:
         """Serve every skill under ``directory`` (and again on :meth:`reload`); their
         URIs. Raises what :func:`load_directory` and :meth:`add` raise."""
+        from pathlib import Path  # here, not at import time: only a server with skills directories needs it
+
+        from .definitions.skills import load_directory
+
         path = Path(directory)
         defs = load_directory(path, prefix)
         self.add(defs)
@@ -109,6 +118,8 @@ class SkillCatalog:
         """Read every directory of :meth:`add_directory` again and serve what it holds
         now, in place of what it held; the URIs of the skills served from them. Raises
         what :meth:`add_directory` raises, and then nothing changes."""
+        from .definitions.skills import load_directory
+
         fresh = [d for path, prefix in self.directories for d in load_directory(path, prefix)]
         kept = {uri: d for uri, d in self.skills.items() if d.source is None}
         self._check(fresh, kept)
@@ -183,6 +194,8 @@ class SkillCatalog:
         """The direct children of the directory resource ``uri``, files first then
         subdirectories, each by URI (None: ``uri`` is no directory of a skill)."""
         if self._dirs is None:
+            from .definitions.skills import directory_resource
+
             dirs: dict[str, dict[str, Resource]] = {}
             for d in self.skills.values():
                 for directory in d.directories:

@@ -4,7 +4,7 @@ renamed, described anew, given defaults or hidden with a fixed value, and option
 wrapped in code that runs before and after it (``server.transform_tool``,
 docs/howto/compose.md).
 
-Theory of operation. A transformation is a view, not a copy: :class:`Transforms` (one
+Theory of operation. A transformation is a view, not a copy: :class:`~.registry.Transforms` (one
 per registry) maps the name a tool is offered under here (its *source*) to a
 :class:`ToolTransform`. Whenever the registry lists its tools, a transformed tool's
 current wire description is rewritten by :meth:`ToolTransform.describe`; when a
@@ -48,7 +48,7 @@ from .definitions.tool_def import to_call_result, tool_failure
 from .filters import TAGS_META, check_tags
 from .validate import SchemaError, Validator, compile_schema
 
-__all__ = ["ArgTransform", "ToolTransform", "Transforms", "Forward", "Wrapper"]
+__all__ = ["ArgTransform", "ToolTransform", "Forward", "Wrapper"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -114,8 +114,7 @@ class ArgTransform:
         return self.default is not _UNSET
 
 
-@dataclasses.dataclass(slots=True)
-class _Fitted:
+class _Fitted(msgspec.Struct):
     """A transformation fitted to one description of its source."""
 
     source: Tool
@@ -354,58 +353,3 @@ def _check_default(where: str, key: str, default: Any, prop: Any, schema: dict[s
         raise ValueError(f"{where}: argument {key!r} has an invalid schema: {exc}") from None
     if reason is not None:
         raise ValueError(f"{where}: the default of argument {key!r} is not valid: {reason}")
-
-
-class Transforms:
-    """A registry's tool transformations: by the name each is offered under, and by its
-    source's name (which is then not offered)."""
-
-    __slots__ = ("_by_name", "_by_source")
-
-    def __init__(self) -> None:
-        self._by_name: dict[str, ToolTransform] = {}
-        self._by_source: dict[str, ToolTransform] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self._by_source)
-
-    def copy(self) -> Transforms:
-        """The same transformations, in a table of their own."""
-        copy = Transforms()
-        copy._by_name = dict(self._by_name)
-        copy._by_source = dict(self._by_source)
-        return copy
-
-    def add(self, transform: ToolTransform) -> None:
-        """Add ``transform``. Raises ``ValueError`` if its source is transformed
-        already, or its name is another transformation's."""
-        if transform.source in self._by_source:
-            raise ValueError(f"the tool {transform.source!r} is transformed already")
-        if transform.name in self._by_name:
-            raise ValueError(f"a transformed tool named {transform.name!r} exists already")
-        self._by_source[transform.source] = transform
-        self._by_name[transform.name] = transform
-
-    def named(self, name: str) -> ToolTransform | None:
-        """The transformation offered as ``name``, if any."""
-        return self._by_name.get(name)
-
-    def hides(self, name: str) -> bool:
-        """Whether ``name`` is a transformed source's own name, and no transformed tool's:
-        not offered."""
-        return name in self._by_source and name not in self._by_name
-
-    def listed(self, tools: list[Tool]) -> list[Tool]:
-        """``tools`` as offered: each transformed source replaced by its transformation
-        (where it fits), and any other tool under a transformed tool's name left out
-        (a call of that name reaches the transformation)."""
-        out: list[Tool] = []
-        for tool in tools:
-            transform = self._by_source.get(tool.name)
-            if transform is not None:
-                described = transform.describe(tool)
-                if described is not None:
-                    out.append(described)
-            elif tool.name not in self._by_name:
-                out.append(tool)
-        return out

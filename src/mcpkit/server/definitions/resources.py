@@ -25,15 +25,15 @@ from .uri_template import UriTemplate
 __all__ = ["UriTemplate", "ResourceDef", "TemplateDef", "resource_from_function", "to_contents", "is_valid_uri", "check_length"]
 
 _json = msgspec.json.Encoder()
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
+_URI = r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$"  # compiled (and cached by re) at first use, not at import
 #: An expression with the explode modifier, but in the query (``{?tags*}``), where a
 #: matched value is the query parameter's.
-_EXPLODED = re.compile(r"\{([+#./;]?)([^{}?&]*\*[^{}]*)\}")
+_EXPLODED = r"\{([+#./;]?)([^{}?&]*\*[^{}]*)\}"  # see _URI
 
 
 def is_valid_uri(uri: str) -> bool:
     """A URI with a scheme and no whitespace (RFC 3986, loosely)."""
-    return bool(_URI.match(uri))
+    return bool(re.match(_URI, uri))
 
 
 def check_length(uri: str, limit: int) -> None:
@@ -90,7 +90,7 @@ def resource_from_function(
     desc = description if description is not None else summary
     fn_name = name or callable_name(fn)
     if "{" in uri:
-        exploded = _EXPLODED.search(uri)
+        exploded = re.search(_EXPLODED, uri)
         if exploded is not None:
             variable = exploded.group(2).split("*")[0].split(",")[-1]
             raise ValueError(

@@ -23,16 +23,16 @@ from __future__ import annotations
 import base64
 import logging
 import math
-import mimetypes
 import os
 import stat
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any, Final
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from ...protocol.content import Resource, ResourceContents
 from ...protocol.errors import flatten_text
@@ -283,6 +283,9 @@ def render_frontmatter(frontmatter: Mapping[str, Any]) -> str:
 def _mime_of(name: str, data: bytes | None) -> str:
     if name == SKILL_MD:
         return SKILL_MD_MIME_TYPE
+    import mimetypes  # here and below, not at import time: only a server serving skills needs them
+    from pathlib import PurePosixPath
+
     suffix = PurePosixPath(name).suffix.lower()
     guessed = _MIME.get(suffix) or mimetypes.guess_type(name, strict=False)[0]
     if guessed is not None:
@@ -297,6 +300,8 @@ def _mime_of(name: str, data: bytes | None) -> str:
 
 
 def _file_uri(root: str, relpath: str) -> str:
+    from urllib.parse import quote
+
     return root + "/" + "/".join(quote(seg, safe=_SEGMENT_SAFE) for seg in relpath.split("/"))
 
 
@@ -432,6 +437,9 @@ def load_directory(directory: str | os.PathLike[str], prefix: str | None = None)
     for a directory that does not exist or holds a ``SKILL.md`` itself, a skill whose
     frontmatter is not valid (name not its folder's, no description), or a skill over the
     limits; ``ImportError`` without PyYAML."""
+    from pathlib import Path
+    from urllib.parse import quote
+
     base = Path(directory)
     if not base.is_dir():
         raise ValueError(f"skills directory {str(base)!r} is not a directory")
@@ -467,7 +475,7 @@ def _skill_folders(base: Path) -> Iterator[Path]:
         for entry in listed:
             if entry.name.startswith(".") or not _is_dir(entry):
                 continue
-            path = Path(entry.path)
+            path = folder / entry.name
             if not _utf8(entry.name):
                 log.warning("skills: %r has a name that is not UTF-8: not served", path)
                 continue
@@ -543,7 +551,7 @@ def _walk(folder: Path, where: str) -> Iterator[tuple[str, bytes]]:
         for entry in listed:
             if entry.name.startswith("."):
                 continue
-            path = Path(entry.path)
+            path = current / entry.name
             if not _utf8(entry.name):
                 log.warning("skills: %r has a name that is not UTF-8: not served", path)
                 continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import msgspec
@@ -160,9 +160,9 @@ class ToolDef:
             kwargs[pname] = provide(ctx)
         return kwargs
 
-    async def call(
+    def call(
         self, arguments: dict[str, Any], ctx: Context, *, mask: bool, limit: int, timeout: float | None = None
-    ) -> CallToolResult:
+    ) -> Coroutine[Any, Any, CallToolResult]:
         """Run the tool. Tool failures become ``isError`` results; ``McpError`` and
         HTTP-status exceptions propagate. Cancellation propagates.
 
@@ -170,8 +170,13 @@ class ToolDef:
         and the call fails with an ``isError`` result saying so. A plain ``def`` tool
         cannot be stopped: its thread runs on and its result is dropped."""
         seconds = self.timeout if self.timeout is not None else timeout
-        if seconds is None:
-            return await self._run(arguments, ctx, mask=mask, limit=limit)
+        if seconds is None:  # not a coroutine itself: the call goes through one frame fewer
+            return self._run(arguments, ctx, mask=mask, limit=limit)
+        return self._run_within(seconds, arguments, ctx, mask=mask, limit=limit)
+
+    async def _run_within(
+        self, seconds: float, arguments: dict[str, Any], ctx: Context, *, mask: bool, limit: int
+    ) -> CallToolResult:
         deadline = asyncio.timeout(seconds)
         try:
             async with deadline:

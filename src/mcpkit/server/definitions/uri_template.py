@@ -21,14 +21,15 @@ character, and is matched by its regex (the fast path); both give the same value
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Final
-from urllib.parse import parse_qs, unquote
+
+import msgspec
 
 __all__ = ["UriTemplate"]
 
-_EXPR: Final = re.compile(r"\{([+#./;?&]?)([^{}]+)\}")
-_NAME: Final = re.compile(r"[A-Za-z0-9_.%]+")
+# compiled (and cached by re) at first use, not at import
+_EXPR: Final = r"\{([+#./;?&]?)([^{}]+)\}"
+_NAME: Final = r"[A-Za-z0-9_.%]+"
 #: The characters a variable of each operator cannot contain (everything else it can): the
 #: URI's structure (``/``, ``?``, ``#``) and the expression's own separators, as the official
 #: SDK's matcher stops at, so ``files://{name}`` matches ``files://report.csv``. A stricter
@@ -40,13 +41,11 @@ _SEPARATOR: Final = {"": ",", "+": ",", "#": ",", ".": ".", "/": "/", ";": ";"}
 _PREFIX: Final = {"": "", "+": "", "#": "#", ".": ".", "/": "/", ";": ";"}
 
 
-@dataclass(frozen=True, slots=True)
-class _Literal:
+class _Literal(msgspec.Struct, frozen=True):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Variable:
+class _Variable(msgspec.Struct, frozen=True):
     """A run of characters not in ``excluded``: the longest (greedy) or, with ``lazy``,
     the shortest from which the rest matches. ``group`` names its value."""
 
@@ -56,13 +55,11 @@ class _Variable:
     stops: re.Pattern[str]  # finds the characters it cannot contain
 
 
-@dataclass(frozen=True, slots=True)
-class _OptionalEquals:
+class _OptionalEquals(msgspec.Struct, frozen=True):
     """The ``=`` after a ``{;name}`` (taken when the rest matches after it)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Query:
+class _Query(msgspec.Struct, frozen=True):
     """``[?&]`` and the rest up to a ``#``, or nothing (taken when the rest matches)."""
 
     group: str
@@ -99,7 +96,7 @@ class UriTemplate:
         pattern = "^"
         pos = 0
         groups: set[str] = set()
-        for m in _EXPR.finditer(template):
+        for m in re.finditer(_EXPR, template):
             literal = template[pos : m.start()]
             pattern += re.escape(literal)
             if literal:
@@ -107,7 +104,7 @@ class UriTemplate:
             pos = m.end()
             op, names = m.group(1), [n.split(":")[0].rstrip("*") for n in m.group(2).split(",")]
             for n in names:
-                if not _NAME.fullmatch(n):
+                if not re.fullmatch(_NAME, n):
                     raise ValueError(f"invalid variable name {n!r} in URI template {template!r}")
             self.variables.extend(names)
             if op in ("?", "&"):
@@ -157,6 +154,8 @@ class UriTemplate:
             if found is None:
                 return None
             groups = found
+        from urllib.parse import parse_qs, unquote  # here, not at import time: it imports ipaddress
+
         out: dict[str, str] = {}
         for n in self.variables:
             if n in self._query_vars:

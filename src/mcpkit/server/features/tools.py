@@ -26,16 +26,18 @@ async def list_tools(reg: Registry, ctx: Context, call: Call, params: CursorPara
     return ListToolsResult(tools=page, next_cursor=nxt)
 
 
-async def call_tool(reg: Registry, ctx: Context, call: Call, params: CallToolParams) -> Result:
+def call_tool(reg: Registry, ctx: Context, call: Call, params: CallToolParams) -> Coroutine[Any, Any, Result]:
     """Call a tool: its result (a tool error included), or the task's handle when the
     call became a task. Raises -32602 for an unknown tool or invalid arguments, and
     what the tool raised on purpose (``McpError``, an HTTP status). Cancellation
     cancels the tool (not a task it became: ``tasks/cancel`` does that)."""
     settings = reg.settings
-    return await _call(reg, reg.tasks, settings.tool_timeout, settings.mask_tool_errors, ctx, call, params)
+    # not a coroutine itself, nor are _call and ToolDef.call on the way to the tool: each
+    # returns the next one's, so that a call goes through one coroutine frame fewer per layer
+    return _call(reg, reg.tasks, settings.tool_timeout, settings.mask_tool_errors, ctx, call, params)
 
 
-async def _call(
+def _call(
     reg: Registry,
     tasks: TaskManager,
     timeout: float | None,
@@ -43,7 +45,7 @@ async def _call(
     ctx: Context,
     call: Call,
     params: CallToolParams,
-) -> Result:
+) -> Coroutine[Any, Any, Result]:
     """:func:`call_tool` on ``reg``, a tool of a mounted server on its registry:
     ``timeout`` and ``mask`` are what the servers it was mounted in say. A transformed
     tool (server/transform.py) is called through its transformation."""
@@ -62,10 +64,10 @@ async def _call(
                 return _source(reg, tasks, timeout, mask, mounted_context(ctx, renamed, ctx.lifespan), call, named)
 
             limit = reg.settings.max_error_text
-            return await transform.call(source[1], params.arguments or {}, ctx, forward, mask=mask, limit=limit)
+            return transform.call(source[1], params.arguments or {}, ctx, forward, mask=mask, limit=limit)
         if transforms.hides(params.name):
             raise _unknown(params.name)
-    return await _source(reg, tasks, timeout, mask, ctx, call, params)
+    return _source(reg, tasks, timeout, mask, ctx, call, params)
 
 
 async def _source(
@@ -100,13 +102,15 @@ async def _source(
         masked = mask or inner.settings.mask_tool_errors
         return await mount.run(ctx, {"name": name}, lambda c: _call(inner, tasks, nearest, masked, c, call, local))
 
+    if td.task is None:
+        return await td.call(params.arguments or {}, ctx, mask=mask, limit=settings.max_error_text, timeout=timeout)
+
     def run() -> Coroutine[Any, Any, CallToolResult]:
         return td.call(params.arguments or {}, ctx, mask=mask, limit=settings.max_error_text, timeout=timeout)
 
-    if td.task is not None:  # it may run as a task (server/tasks.py): bad arguments fail the call, not a task
-        td.check_arguments(params.arguments or {}, settings.max_error_text)
-        return await tasks.call_tool(td.task, td.name, ctx, call, run)
-    return await run()
+    # it may run as a task (server/tasks.py): bad arguments fail the call, not a task
+    td.check_arguments(params.arguments or {}, settings.max_error_text)
+    return await tasks.call_tool(td.task, td.name, ctx, call, run)
 
 
 def _unknown(name: str) -> McpError:
