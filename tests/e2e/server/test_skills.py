@@ -717,3 +717,78 @@ def test_skills_of_two_directories_may_not_nest(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="would nest; only the skills of one directory may nest"):
         srv.add_skills(tmp_path / "two", prefix="outer")
     assert srv.add_skills(tmp_path / "two", prefix="elsewhere") == ["skill://elsewhere/inner/SKILL.md"]
+
+
+# --- nested skills: one read of each file, links judged by the innermost skill -------------------
+
+
+async def test_a_nested_skill_shares_one_read_and_a_link_out_of_it_is_in_no_skill(tmp_path: Path) -> None:
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "outer" / "SKILL.md", "---\nname: outer\ndescription: holds another\n---\n")
+    write(root / "outer" / "shared.md", "outer's own\n")
+    write(root / "outer" / "inner" / "SKILL.md", "---\nname: inner\ndescription: nested\n---\n")
+    write(root / "outer" / "inner" / "data.md", "inner data\n")
+    (root / "outer" / "inner" / "up.md").symlink_to(root / "outer" / "shared.md")  # out of inner, into outer
+    (root / "outer" / "near.md").symlink_to(root / "outer" / "inner" / "data.md")  # inside outer: served by outer
+
+    outer, inner = load_directory(root)
+    assert (outer.uri, inner.uri) == ("skill://outer/SKILL.md", "skill://outer/inner/SKILL.md")
+    by_uri = {f.uri: f for f in outer.files}
+    for f in inner.files[1:]:
+        assert by_uri[f.uri] is f  # the very object the outer skill holds: one read
+
+    srv = Server("nested", page_size=1000)
+    srv.add_skills(root)
+    entries = {e["uri"]: e for e in (await call(srv, "skills/list"))["skills"]}
+    inner_files = [r["uri"] for r in entries["skill://outer/inner/SKILL.md"]["resources"]]
+    outer_files = [r["uri"] for r in entries["skill://outer/SKILL.md"]["resources"]]
+    assert inner_files == ["skill://outer/inner/SKILL.md", "skill://outer/inner/data.md"]
+    assert "skill://outer/inner/up.md" not in outer_files
+    assert "skill://outer/near.md" in outer_files
+    digests = {r["uri"]: r["digest"] for e in entries.values() for r in e["resources"]}
+    assert digests["skill://outer/inner/data.md"] == digests["skill://outer/near.md"]
+    await refused(srv, "resources/read", {"uri": "skill://outer/inner/up.md"})
+    listed = await call(srv, "resources/directory/read", {"uri": "skill://outer/inner"})
+    assert "skill://outer/inner/up.md" not in [r["uri"] for r in listed["resources"]]
+
+
+def test_a_file_swapped_for_a_link_out_while_the_folder_is_read_is_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextlib import nullcontext
+
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "racy" / "SKILL.md", "---\nname: racy\ndescription: d\n---\n")
+    doc = write(root / "racy" / "doc.md", "harmless\n")
+    secret = write(tmp_path / "secret.txt", "SECRET\n")
+    real_scandir = os.scandir
+
+    class Entry:
+        """A listed entry that, once asked whether it is a link, is swapped for one."""
+
+        def __init__(self, entry: os.DirEntry[str]) -> None:
+            self._entry, self.name, self.path = entry, entry.name, entry.path
+
+        def is_symlink(self) -> bool:
+            answer = self._entry.is_symlink()
+            if self.name == "doc.md" and not doc.is_symlink():
+                doc.unlink()
+                doc.symlink_to(secret)  # after the listing was taken, before the file is opened
+            return answer
+
+        def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+            return self._entry.is_dir(follow_symlinks=follow_symlinks)
+
+    def scandir(path: Any) -> Any:
+        with real_scandir(path) as it:
+            return nullcontext([Entry(e) for e in it])
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    (skill,) = load_directory(root)
+    assert doc.is_symlink()
+    assert [f.uri for f in skill.files] == ["skill://racy/SKILL.md"]
+    assert all(b"SECRET" not in (f.data or b"") for f in skill.files)
