@@ -792,3 +792,14 @@ def test_a_file_swapped_for_a_link_out_while_the_folder_is_read_is_not_served(
     assert doc.is_symlink()
     assert [f.uri for f in skill.files] == ["skill://racy/SKILL.md"]
     assert all(b"SECRET" not in (f.data or b"") for f in skill.files)
+
+
+def test_a_folder_name_with_at_does_not_become_userinfo(tmp_path: Path) -> None:
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "a@b" / "demo" / "SKILL.md", "---\nname: demo\ndescription: d\n---\n")
+    (skill,) = load_directory(root)
+    assert skill.uri == "skill://a%40b/demo/SKILL.md"  # not userinfo "a", host "b"
+    (skill,) = load_directory(root, "acme")
+    assert skill.uri == "skill://acme/a@b/demo/SKILL.md"

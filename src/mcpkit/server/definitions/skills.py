@@ -450,7 +450,7 @@ def load_directory(directory: str | os.PathLike[str], prefix: str | None = None)
         if (st.st_dev, st.st_ino) in walked:  # inside a skill walked already (reached through a link)
             continue
         rel = folder.relative_to(base)
-        root = SCHEME + "/".join(quote(s, safe=_SEGMENT_SAFE) for s in [*segments, *rel.parts])
+        root = SCHEME + "/".join(_root_segments([*segments, *rel.parts], bool(segments)))
         walk = _walk(folder, f"skill {str(folder)!r}")
         walked |= walk.dirs
         outer = _load_skill(folder, root, rel.parts[-1], walk.files, "")
@@ -462,6 +462,16 @@ def load_directory(directory: str | os.PathLike[str], prefix: str | None = None)
     for skill in skills:
         skill.origin = base
     return sorted(skills, key=lambda d: d.source.parts if d.source is not None else ())
+
+
+def _root_segments(parts: list[str], prefixed: bool) -> list[str]:
+    """The URI segments of a skill's root: each percent-encoded; the first, which a URI
+    reads as its authority, with ``@`` encoded too when it comes from a folder's name (a
+    prefix has none: :func:`check_prefix`), so that no folder reads as userinfo."""
+    out = [quote(s, safe=_SEGMENT_SAFE) for s in parts]
+    if not prefixed and parts:
+        out[0] = quote(parts[0], safe=_SEGMENT_SAFE.replace("@", ""))
+    return out
 
 
 def _skill_folders(base: Path) -> Iterator[Path]:
