@@ -29,8 +29,10 @@ import binascii
 import dataclasses
 import importlib
 import re
+import unicodedata
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from urllib.parse import unquote
 
 from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, flatten_text
 from ..protocol.skills import (
@@ -345,6 +347,10 @@ class Skills:
         if isinstance(resources, str):  # dynamic: any file under the root, within the total bound
             if not uri.startswith(skill.root + "/"):
                 raise SkillVerificationError(uri, "unlisted", f"{flatten_text(uri, 256)} is not a file of {skill.name!r}")
+            if file_key(skill.root, uri) is None:
+                raise SkillVerificationError(
+                    uri, "entry", f"{flatten_text(uri, 256)} is not plain segments under the root of {skill.name!r}: not read"
+                )
             data, mime_type = await self._fetch(uri, timeout, budget=MAX_SKILL_BYTES - skill._bytes_read)
             skill._bytes_read += len(data)
             return SkillFile(uri, skill.path_of(uri), data, mime_type)
@@ -418,17 +424,44 @@ def checked_manifest(entry: Skill, *, allow_dynamic: bool) -> dict[str, SkillRes
     if total > MAX_SKILL_BYTES:
         raise refuse("limits", f"adds up to {total} bytes, over the limit of {MAX_SKILL_BYTES}")
     manifest: dict[str, SkillResource] = {}
+    normalised: set[tuple[str, ...]] = set()
     for item in entry.resources:
         if item.uri != uri and not item.uri.startswith(root + "/"):
             raise refuse("entry", f"lists {flatten_text(item.uri, 256)}, outside the skill")
-        if item.uri in manifest:
+        key = file_key(root, item.uri)
+        if key is None:
+            raise refuse("entry", f"lists {flatten_text(item.uri, 256)}, whose path is not plain segments under the root")
+        if item.uri in manifest or key in normalised:
             raise refuse("entry", f"lists {flatten_text(item.uri, 256)} twice")
+        normalised.add(key)
         if not _DIGEST.match(item.digest) or item.size < 0:
             raise refuse("entry", f"gives {flatten_text(item.uri, 256)} a malformed digest or size")
         manifest[item.uri] = item
     if uri not in manifest:
         raise refuse("entry", f"does not list its {SKILL_MD}")
     return manifest
+
+
+def file_key(root: str, uri: str) -> tuple[str, ...] | None:
+    """The path of ``uri`` under ``root`` as its decoded segments, NFC-normalised (what two
+    spellings of one file share); None unless it is plain: no empty, ``.`` or ``..``
+    segment before or after percent-decoding, no segment decoding to one with ``/`` or
+    ``\\``, no ``?`` or ``#``, and what is decoded is UTF-8."""
+    if not uri.startswith(root + "/"):
+        return None
+    rest = uri[len(root) + 1 :]
+    if "?" in rest or "#" in rest:
+        return None
+    key: list[str] = []
+    for segment in rest.split("/"):
+        try:
+            decoded = unquote(segment, errors="strict")
+        except UnicodeDecodeError:
+            return None
+        if segment in ("", ".", "..") or decoded in ("", ".", "..") or "/" in decoded or "\\" in decoded:
+            return None
+        key.append(unicodedata.normalize("NFC", decoded))
+    return tuple(key)
 
 
 def verify_content(listed: SkillResource, data: bytes) -> None:

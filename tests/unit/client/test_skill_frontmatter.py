@@ -151,3 +151,56 @@ def test_without_pyyaml_loading_says_which_extra_to_install() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "pip install 'mcpkit[skills]'" in done.stdout
+
+
+R = "skill://acme/refunds/"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        R + "../other/secret.md",
+        R + "%2e%2e/%2e%2e/etc/passwd",
+        R + "%2E%2E/x",
+        R + "a//b",
+        R + "./ok.md",
+        R + "%2e/ok.md",
+        R + "a/",
+        R + "a%2Fb",
+        R + "a%5Cb",
+        R + "x?q=1",
+        R + "x#f",
+        R + "%ff.md",
+    ],
+)
+def test_a_file_uri_that_is_not_plain_segments_under_the_root_is_refused(uri: str) -> None:
+    with pytest.raises(SkillVerificationError) as refused:
+        checked_manifest(entry([item(), item(uri)]), allow_dynamic=False)
+    assert refused.value.reason == "entry"
+
+
+def test_two_spellings_of_one_file_are_a_file_listed_twice() -> None:
+    for a, b in [("my%20file.md", "my file.md"), ("r%C3%A9sum%C3%A9.md", "re\u0301sume\u0301.md"), ("a%2db", "a-b")]:
+        with pytest.raises(SkillVerificationError, match="twice") as refused:
+            checked_manifest(entry([item(), item(R + a), item(R + b)]), allow_dynamic=False)
+        assert refused.value.reason == "entry"
+    assert checked_manifest(entry([item(), item(R + "OK.md"), item(R + "ok.md")]), allow_dynamic=False) is not None
+
+
+async def test_a_dynamic_skill_reads_no_reference_that_is_not_plain_segments() -> None:
+    from mcpkit import Client, Server
+
+    server = Server("t")
+    uri = server.add_skill("demo", "d", lambda: "body", files={"ok.md": "fine\n"})
+
+    @server.resource("skill://other/secret.md")
+    def secret() -> str:
+        return "SECRET"
+
+    async with Client(server) as client:
+        skill = await client.load_skill(uri, allow_dynamic=True)
+        assert (await client.read_skill_file(skill, "ok.md")).content == b"fine\n"
+        for reference in ["%2e%2e/other/secret.md", "skill://demo/%2e%2e/other/secret.md", "a%2Fb.md", "./%2e/x"]:
+            with pytest.raises((SkillVerificationError, ValueError)) as refused:
+                await client.read_skill_file(skill, reference)
+            assert not isinstance(refused.value, SkillVerificationError) or refused.value.reason == "entry"
