@@ -803,3 +803,44 @@ def test_a_folder_name_with_at_does_not_become_userinfo(tmp_path: Path) -> None:
     assert skill.uri == "skill://a%40b/demo/SKILL.md"  # not userinfo "a", host "b"
     (skill,) = load_directory(root, "acme")
     assert skill.uri == "skill://acme/a@b/demo/SKILL.md"
+
+
+ROUND_TRIP_VALUES: list[Any] = [
+    1e100,
+    -1e-7,
+    1e16,
+    5e-324,
+    -0.0,
+    1.5,
+    2**63 - 1,
+    "a\x85b",
+    "a\x7fb",
+    "a\x90b",
+    "\ufffe\uffff",
+    "a\u2028---\u2029b",
+    "\ufeffz",
+    "\x00\x01\x1b\t\r\n",
+    'quote " and \\ backslash',
+    "\U0001f600 emoji",
+    "yes",
+    "null",
+    "",
+    [1.0, "no", {"nested": "\x85"}],
+    {"x\u2028": [None, True, 1e-300]},
+]
+
+
+@pytest.mark.parametrize("value", ROUND_TRIP_VALUES, ids=[repr(v)[:24] for v in ROUND_TRIP_VALUES])
+async def test_a_code_skill_frontmatter_reads_back_through_pyyaml_as_the_same_value(value: Any) -> None:
+    from mcpkit.client.skills import parse_frontmatter as client_parse
+    from mcpkit.server.definitions.skills import render_frontmatter
+
+    frontmatter = {"name": "demo", "description": "d", "x": value}
+    block = render_frontmatter(frontmatter)
+    assert yaml.safe_load(block.strip("-\n")) == frontmatter
+    assert client_parse(block + "body\n")[0] == frontmatter
+    srv = Server("round-trip")
+    uri = srv.add_skill("demo", "d", "body", frontmatter={"x": value})
+    async with Client(srv) as client:
+        skill = await client.load_skill(uri)  # mcpkit's client takes mcpkit's code skill
+    assert skill.frontmatter["x"] == value

@@ -14,8 +14,8 @@ from its path, each segment percent-encoded, so a name can never add a separator
 
 ``SKILL.md`` frontmatter is YAML, parsed with PyYAML (the ``skills`` extra), imported
 only here and only when a directory is read; a skill made in code writes its frontmatter
-itself, as one JSON value per key (JSON scalars and flow collections are YAML), so it
-needs no YAML library.
+itself, as one YAML flow value per key (:func:`render_frontmatter`: what PyYAML reads
+back as the same value), so it needs no YAML library.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 from urllib.parse import quote
-
-import msgspec
 
 from ...protocol.content import Resource, ResourceContents
 from ...protocol.errors import flatten_text
@@ -270,14 +268,73 @@ def parse_frontmatter(text: str, where: str) -> dict[str, Any]:
     return data
 
 
-_encode = msgspec.json.Encoder()
-
-
 def render_frontmatter(frontmatter: Mapping[str, Any]) -> str:
     """``frontmatter`` as a ``SKILL.md`` frontmatter block: one ``"key": value`` line per
-    key, the value in JSON (which YAML reads back as the same value)."""
-    lines = [f"{_encode.encode(key).decode()}: {_encode.encode(value).decode()}\n" for key, value in frontmatter.items()]
+    key, the value a YAML flow scalar or collection that YAML (1.1, as PyYAML reads it)
+    reads back as the same value: strings double-quoted, with every character YAML
+    would not take as it is (controls, ``\\x7f``-``\\x9f``, ``\\ufeff``, ``\\ufffe``,
+    ``\\uffff``, surrogates) and every line break (``\\x85``, ``\\u2028``,
+    ``\\u2029``) escaped; floats always with a ``.`` and a signed exponent."""
+    lines = [f"{_yaml_scalar(key)}: {_yaml_value(value)}\n" for key, value in frontmatter.items()]
     return "---\n" + "".join(lines) + "---\n"
+
+
+def _yaml_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _yaml_float(value)
+    if isinstance(value, str):
+        return _yaml_scalar(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_yaml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_yaml_scalar(str(k))}: {_yaml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"frontmatter value {value!r} is not JSON")  # _json_only refused it first
+
+
+def _yaml_float(value: float) -> str:
+    """A finite float as YAML 1.1 reads a float: ``1e+100`` is a string there, so the
+    mantissa always has a ``.`` and the exponent a sign (``1.0e+100``, ``1.0e-07``)."""
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    if e and exponent[0] not in "+-":
+        exponent = "+" + exponent
+    return mantissa + (("e" + exponent) if e else "")
+
+
+#: Escapes of a YAML double-quoted scalar for the characters that have a short one.
+_YAML_ESCAPES: Final = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _yaml_printable(code: int) -> bool:
+    """Whether YAML takes the character ``code`` as it is inside a quoted scalar on one
+    line (printable, and no line break)."""
+    if 0x20 <= code <= 0x7E or code >= 0x10000:
+        return True
+    if 0xA0 <= code <= 0xD7FF:
+        return code not in (0x2028, 0x2029)
+    return 0xE000 <= code <= 0xFFFD and code != 0xFEFF
+
+
+def _yaml_scalar(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar, on one line."""
+    out = []
+    for c in text:
+        code = ord(c)
+        if c in _YAML_ESCAPES:
+            out.append(_YAML_ESCAPES[c])
+        elif _yaml_printable(code):
+            out.append(c)
+        else:  # what is left is in the Basic Multilingual Plane
+            out.append(f"\\u{code:04x}")
+    return '"' + "".join(out) + '"'
 
 
 def _mime_of(name: str, data: bytes | None) -> str:
