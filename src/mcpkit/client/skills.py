@@ -63,7 +63,7 @@ __all__ = ["SkillsCore", "Skills", "LoadedSkill", "SkillFile", "SkillVerificatio
 
 T = TypeVar("T")
 
-_DIGEST: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 #: How many YAML nodes a frontmatter may hold before the comparison gives up (aliases
 #: can make a small document a very large, or endless, one).
@@ -410,7 +410,7 @@ def checked_manifest(entry: Skill, *, allow_dynamic: bool) -> dict[str, SkillRes
     frontmatter = entry.frontmatter
     if not isinstance(frontmatter.get("name"), str) or not isinstance(frontmatter.get("description"), str):
         raise refuse("entry", "has no name and description in its frontmatter")
-    if frontmatter["name"] != name or not SKILL_NAME.match(name):
+    if frontmatter["name"] != name or not SKILL_NAME.fullmatch(name):
         raise refuse("entry", f"is named {flatten_text(frontmatter['name'], 64)!r}, not after its path's last segment")
     if isinstance(entry.resources, str):
         if entry.resources != DYNAMIC:
@@ -434,7 +434,7 @@ def checked_manifest(entry: Skill, *, allow_dynamic: bool) -> dict[str, SkillRes
         if item.uri in manifest or key in normalised:
             raise refuse("entry", f"lists {flatten_text(item.uri, 256)} twice")
         normalised.add(key)
-        if not _DIGEST.match(item.digest) or item.size < 0:
+        if not _DIGEST.fullmatch(item.digest) or item.size < 0:
             raise refuse("entry", f"gives {flatten_text(item.uri, 256)} a malformed digest or size")
         manifest[item.uri] = item
     if uri not in manifest:

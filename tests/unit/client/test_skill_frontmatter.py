@@ -204,3 +204,20 @@ async def test_a_dynamic_skill_reads_no_reference_that_is_not_plain_segments() -
             with pytest.raises((SkillVerificationError, ValueError)) as refused:
                 await client.read_skill_file(skill, reference)
             assert not isinstance(refused.value, SkillVerificationError) or refused.value.reason == "entry"
+
+
+def test_a_trailing_newline_passes_neither_the_name_rule_nor_the_digest_rule() -> None:
+    from mcpkit import Server
+    from mcpkit.protocol.skills import SKILL_NAME
+
+    assert SKILL_NAME.match("demo\n") is None
+    assert SKILL_NAME.fullmatch("demo\n") is None
+    with pytest.raises(ValueError, match="is not valid"):
+        Server("t").add_skill("demo\n", "d", "body")
+    uri = "skill://acme/demo\n/SKILL.md"
+    with pytest.raises(SkillVerificationError) as refused:
+        checked_manifest(entry([item(uri)], name="demo\n", uri=uri), allow_dynamic=False)
+    assert refused.value.reason == "entry"
+    with pytest.raises(SkillVerificationError) as refused:
+        checked_manifest(entry([item(digest=digest_of(b"x") + "\n")]), allow_dynamic=False)
+    assert refused.value.reason == "entry"

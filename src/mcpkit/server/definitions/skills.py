@@ -192,7 +192,7 @@ def check_prefix(prefix: str | None) -> list[str]:
 
 
 def _check_name(name: Any, where: str) -> str:
-    if not isinstance(name, str) or not SKILL_NAME.match(name):
+    if not isinstance(name, str) or not SKILL_NAME.fullmatch(name):
         raise ValueError(
             f"{where}: the skill name {name!r} is not valid: 1-64 lowercase letters, digits and hyphens,"
             " not starting or ending with a hyphen, no two hyphens in a row"
