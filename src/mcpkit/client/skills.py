@@ -32,7 +32,7 @@ import re
 import unicodedata
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, flatten_text
 from ..protocol.skills import (
@@ -65,6 +65,9 @@ T = TypeVar("T")
 
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: Characters a path segment keeps as they are, as mcpkit's server encodes a file's name
+#: (RFC 3986 unreserved and sub-delims, and ``@``); the rest is percent-encoded.
+_SEGMENT_SAFE: Final = "-._~!$&'()*+,;=@"
 #: How many YAML nodes a frontmatter may hold before the comparison gives up (aliases
 #: can make a small document a very large, or endless, one).
 _MAX_NODES: Final = 100_000
@@ -168,16 +171,19 @@ class LoadedSkill:
         return [self.path_of(item.uri) for item in self.entry.resources]
 
     def path_of(self, uri: str) -> str:
-        """``uri``'s path relative to the skill's root (the URI itself if it is outside)."""
+        """``uri``'s path relative to the skill's root, percent-decoded (``my file.md``);
+        the URI itself if it is outside."""
         prefix = self.root + "/"
-        return uri[len(prefix) :] if uri.startswith(prefix) else uri
+        return unquote(uri[len(prefix) :]) if uri.startswith(prefix) else uri
 
     def resolve(self, reference: str) -> str:
         """The URI a reference in the skill names: a path relative to the skill's root
         (``references/GUIDE.md``, ``./a/../b.md``), resolved as a filesystem path would
         be, or an absolute URI (its path under the root resolved the same way). A
-        ``#fragment`` is dropped. Raises ``ValueError`` for an empty path, an absolute
-        path, or one that climbs out of the root."""
+        ``#fragment`` is dropped. Each segment is percent-encoded as the server encodes
+        a file's name (``my file.md`` is ``my%20file.md``), after decoding what is
+        encoded already, so either spelling names the file. Raises ``ValueError`` for an
+        empty path, an absolute path, or one that climbs out of the root."""
         target = reference.split("#", 1)[0]
         if _SCHEME.match(target):
             prefix = self.root + "/"
@@ -188,7 +194,8 @@ class LoadedSkill:
 
     def _under_root(self, path: str, reference: str) -> str:
         parts: list[str] = []
-        for segment in path.split("/"):
+        for raw in path.split("/"):
+            segment = unquote(raw)
             if segment in ("", "."):
                 continue
             if segment == "..":
@@ -196,7 +203,7 @@ class LoadedSkill:
                     raise ValueError(f"{flatten_text(reference, 256)!r} leads out of the skill's root")
                 parts.pop()
             else:
-                parts.append(segment)
+                parts.append(quote(segment, safe=_SEGMENT_SAFE))
         if not parts:
             raise ValueError(f"{flatten_text(reference, 256)!r} names no file")
         return self.root + "/" + "/".join(parts)
@@ -358,6 +365,14 @@ class Skills:
         if cached is not None:
             return cached
         listed = next((item for item in resources if item.uri == uri), None)
+        if listed is None:  # another spelling of a listed path (encoded differently, or not NFC)
+            key = file_key(skill.root, uri)
+            listed = next((item for item in resources if key is not None and file_key(skill.root, item.uri) == key), None)
+            if listed is not None:
+                uri = listed.uri
+                cached = skill._cache.get(uri)
+                if cached is not None:
+                    return cached
         if listed is None:
             raise SkillVerificationError(
                 uri, "unlisted", f"{flatten_text(uri, 256)} is not listed in the entry of {skill.name!r}: not read"

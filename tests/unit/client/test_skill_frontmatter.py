@@ -200,7 +200,7 @@ async def test_a_dynamic_skill_reads_no_reference_that_is_not_plain_segments() -
     async with Client(server) as client:
         skill = await client.load_skill(uri, allow_dynamic=True)
         assert (await client.read_skill_file(skill, "ok.md")).content == b"fine\n"
-        for reference in ["%2e%2e/other/secret.md", "skill://demo/%2e%2e/other/secret.md", "a%2Fb.md", "./%2e/x"]:
+        for reference in ["%2e%2e/other/secret.md", "skill://demo/%2e%2e/other/secret.md", "a%2Fb.md", "x%5Cy.md"]:
             with pytest.raises((SkillVerificationError, ValueError)) as refused:
                 await client.read_skill_file(skill, reference)
             assert not isinstance(refused.value, SkillVerificationError) or refused.value.reason == "entry"
@@ -221,3 +221,24 @@ def test_a_trailing_newline_passes_neither_the_name_rule_nor_the_digest_rule() -
     with pytest.raises(SkillVerificationError) as refused:
         checked_manifest(entry([item(digest=digest_of(b"x") + "\n")]), allow_dynamic=False)
     assert refused.value.reason == "entry"
+
+
+async def test_a_reference_is_percent_encoded_as_the_server_encodes_a_file_name() -> None:
+    from mcpkit import Client, Server
+
+    server = Server("t")
+    names = {"my file.md": "spaced\n", "résumé.md": "accents\n", "a+b@c.md": "kept\n", "100%.md": "percent\n"}
+    uri = server.add_skill("demo", "d", "body", files=names)
+    async with Client(server) as client:
+        skill = await client.load_skill(uri)
+        assert skill.files == ["SKILL.md", *names]  # decoded, as the files are named
+        spellings = {
+            "my file.md": ["my file.md", "my%20file.md", "./x/../my file.md", "skill://demo/my file.md"],
+            "résumé.md": ["résumé.md", "r%C3%A9sum%C3%A9.md", "re\u0301sume\u0301.md"],
+            "a+b@c.md": ["a+b@c.md", "a%2Bb%40c.md"],
+            "100%.md": ["100%.md", "100%25.md"],
+        }
+        for name, references in spellings.items():
+            for reference in references:
+                found = await client.read_skill_file(skill, reference)
+                assert (found.path, found.content) == (name, names[name].encode()), reference
