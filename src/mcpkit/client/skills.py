@@ -546,10 +546,15 @@ def compare_frontmatter(parsed: Mapping[Any, Any], entry: Mapping[str, Any], uri
     """Raise :class:`SkillVerificationError` unless the frontmatter parsed from
     ``SKILL.md`` and the entry's are the same, field by field: the same fields, each
     with the same value (a boolean is not a number; keys that are not strings count as
-    their JSON spelling)."""
+    their JSON spelling, and two YAML keys with one spelling, ``1`` and ``"1"``, are
+    refused)."""
     budget = [_MAX_NODES]
     shown = flatten_text(uri, 256)
     keys = {_key(key) for key in parsed}
+    if len(keys) != len(parsed):  # 1 and "1", or null and "null": one JSON key, two YAML ones
+        raise SkillVerificationError(
+            uri, "frontmatter", f"the frontmatter of {shown} gives one field twice (as two YAML keys): not loaded"
+        )
     for field in sorted(keys ^ set(entry)):
         where = "the entry's" if field in entry else f"{SKILL_MD}'s"
         raise SkillVerificationError(
@@ -579,7 +584,7 @@ def _same(mine: Any, theirs: Any, budget: list[int], depth: int = 0) -> bool:
     if budget[0] < 0 or depth > _MAX_DEPTH:
         return False
     if isinstance(mine, dict):
-        if not isinstance(theirs, dict) or len(mine) != len(theirs):
+        if not isinstance(theirs, dict) or len(mine) != len(theirs) or len({_key(key) for key in mine}) != len(mine):
             return False
         for key, value in mine.items():
             field = _key(key)

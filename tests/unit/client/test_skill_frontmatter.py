@@ -242,3 +242,18 @@ async def test_a_reference_is_percent_encoded_as_the_server_encodes_a_file_name(
             for reference in references:
                 found = await client.read_skill_file(skill, reference)
                 assert (found.path, found.content) == (name, names[name].encode()), reference
+
+
+@pytest.mark.parametrize(
+    ("yaml", "entry"),
+    [
+        ("1: a\n'1': a\n", {"1": "a"}),
+        ("null: x\n'null': x\n", {"null": "x"}),
+        ("m: {1: a, '1': a}\n", {"m": {"1": "a", "2": "b"}}),
+    ],
+    ids=["top", "null", "nested"],
+)
+def test_two_yaml_keys_with_one_json_spelling_are_refused(yaml: str, entry: dict[str, Any]) -> None:
+    with pytest.raises(SkillVerificationError) as refused:
+        compare_frontmatter(parsed(f"---\n{yaml}---\n"), entry, URI)
+    assert refused.value.reason == "frontmatter"
