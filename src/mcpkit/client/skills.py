@@ -359,6 +359,12 @@ class Skills:
                     uri, "entry", f"{flatten_text(uri, 256)} is not plain segments under the root of {skill.name!r}: not read"
                 )
             data, mime_type = await self._fetch(uri, timeout, budget=MAX_SKILL_BYTES - skill._bytes_read)
+            # reads under way at once each saw the same budget before their await: what
+            # is counted is checked again now, with nothing awaited between check and count
+            if len(data) > MAX_SKILL_BYTES - skill._bytes_read:
+                raise SkillVerificationError(
+                    uri, "limits", f"reading {flatten_text(uri, 256)} takes the dynamic skill past {MAX_SKILL_BYTES} bytes"
+                )
             skill._bytes_read += len(data)
             return SkillFile(uri, skill.path_of(uri), data, mime_type)
         cached = skill._cache.get(uri)
