@@ -844,3 +844,14 @@ async def test_a_code_skill_frontmatter_reads_back_through_pyyaml_as_the_same_va
     async with Client(srv) as client:
         skill = await client.load_skill(uri)  # mcpkit's client takes mcpkit's code skill
     assert skill.frontmatter["x"] == value
+
+
+async def test_a_legacy_session_may_carry_extensions_but_never_the_skills_one() -> None:
+    srv = Server("both")
+    srv.add_ui("ui://w/v.html", "<html></html>")  # MCP Apps declares itself in both eras
+    srv.add_skill("demo", "d", "body")
+    async with Client(srv, ClientOptions(protocol_version=LEGACY, apps=True)) as client:
+        extensions = client.server_capabilities.get("extensions")
+    assert isinstance(extensions, dict)
+    assert "io.modelcontextprotocol/ui" in extensions
+    assert "io.modelcontextprotocol/skills" not in extensions
