@@ -855,3 +855,13 @@ async def test_a_legacy_session_may_carry_extensions_but_never_the_skills_one() 
     assert isinstance(extensions, dict)
     assert "io.modelcontextprotocol/ui" in extensions
     assert "io.modelcontextprotocol/skills" not in extensions
+
+
+def test_the_definitions_module_exports_textual_and_derives_directories() -> None:
+    from mcpkit.server.definitions import skills as defs
+
+    assert "textual" in defs.__all__
+    skill = defs.skill_from_code("demo", "d", "body", files={"a/b/c.md": "x"}, frontmatter=None, prefix=None)
+    assert skill.directories == {"skill://demo", "skill://demo/a", "skill://demo/a/b"}
+    with pytest.raises(TypeError):
+        defs.SkillDef(uri="u", root="r", frontmatter={}, files=[], directories={"x"})  # type: ignore[call-arg]

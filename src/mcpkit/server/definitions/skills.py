@@ -58,6 +58,7 @@ __all__ = [
     "check_prefix",
     "directory_resource",
     "generated",
+    "textual",
 ]
 
 log = logging.getLogger("mcpkit.server")
@@ -156,7 +157,7 @@ class SkillDef:
     origin: Path | None = None
     dynamic: bool = False
     #: The directories the files are in, the root included (URIs without a trailing slash).
-    directories: set[str] = field(default_factory=set)
+    directories: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.directories = {self.root}
