@@ -865,3 +865,14 @@ def test_the_definitions_module_exports_textual_and_derives_directories() -> Non
     assert skill.directories == {"skill://demo", "skill://demo/a", "skill://demo/a/b"}
     with pytest.raises(TypeError):
         defs.SkillDef(uri="u", root="r", frontmatter={}, files=[], directories={"x"})  # type: ignore[call-arg]
+
+
+def test_one_directory_added_twice_under_nested_prefixes_may_not_nest(tmp_path: Path) -> None:
+    write(tmp_path / "skills" / "outer" / "SKILL.md", "---\nname: outer\ndescription: x\n---\n")
+    write(tmp_path / "skills" / "outer" / "inner" / "SKILL.md", "---\nname: inner\ndescription: y\n---\n")
+    srv = Server("s")
+    assert srv.add_skills(tmp_path / "skills", prefix="x") == ["skill://x/outer/SKILL.md", "skill://x/outer/inner/SKILL.md"]
+    with pytest.raises(ValueError, match="would nest"):  # inside skill://x/outer, missing from its entry
+        srv.add_skills(tmp_path / "skills", prefix="x/outer")
+    assert srv.add_skills(tmp_path / "skills", prefix="y") == ["skill://y/outer/SKILL.md", "skill://y/outer/inner/SKILL.md"]
+    assert len(srv.reload_skills()) == 4

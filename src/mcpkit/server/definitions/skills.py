@@ -147,7 +147,8 @@ class SkillDef:
     """One skill: the URI of its ``SKILL.md``, its root (that URI without ``/SKILL.md``),
     its frontmatter and its own files (``SKILL.md`` first). ``source`` is its folder and
     ``origin`` the directory that was read (both None: made in code); ``dynamic`` skills
-    publish no digests."""
+    publish no digests. Skills may nest only when they share one ``origin`` object (read
+    by one :func:`load_directory` call), not merely an equal path."""
 
     uri: str
     root: str
@@ -492,7 +493,7 @@ def load_directory(directory: str | os.PathLike[str], prefix: str | None = None)
     directory that does not exist or holds a ``SKILL.md`` itself, a skill whose
     frontmatter is not valid (name not its folder's, no description), or a skill over the
     limits; ``ImportError`` without PyYAML."""
-    base = Path(directory)
+    base = Path(os.fspath(directory))  # a new object: one call's skills share it as their origin
     if not base.is_dir():
         raise ValueError(f"skills directory {str(base)!r} is not a directory")
     segments = check_prefix(prefix)
