@@ -876,3 +876,15 @@ def test_one_directory_added_twice_under_nested_prefixes_may_not_nest(tmp_path: 
         srv.add_skills(tmp_path / "skills", prefix="x/outer")
     assert srv.add_skills(tmp_path / "skills", prefix="y") == ["skill://y/outer/SKILL.md", "skill://y/outer/inner/SKILL.md"]
     assert len(srv.reload_skills()) == 4
+
+
+def test_a_removed_directory_skill_is_served_again_by_the_next_reload(tree: Path) -> None:
+    srv = Server("s")
+    srv.add_skills(tree)
+    made = srv.add_skill("made", "in code", "body")
+    srv.remove_skill("skill://acme/billing/refunds/SKILL.md")
+    assert "skill://acme/billing/refunds/SKILL.md" in srv.reload_skills()  # as docs/skills.md says
+    srv.remove_skill(made)
+    srv.reload_skills()
+    with pytest.raises(KeyError):
+        srv.remove_skill(made)  # a code skill removed stays removed
