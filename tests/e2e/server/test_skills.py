@@ -888,3 +888,13 @@ def test_a_removed_directory_skill_is_served_again_by_the_next_reload(tree: Path
     srv.reload_skills()
     with pytest.raises(KeyError):
         srv.remove_skill(made)  # a code skill removed stays removed
+
+
+def test_a_folder_named_skill_md_makes_no_nested_skill(tmp_path: Path) -> None:
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "outer" / "SKILL.md", "---\nname: outer\ndescription: x\n---\n")
+    write(root / "outer" / "odd" / "SKILL.md" / "inside.md", "a folder, not a skill's SKILL.md\n")
+    (skill,) = load_directory(root)
+    assert "skill://outer/odd/SKILL.md/inside.md" in [f.uri for f in skill.files]

@@ -672,7 +672,7 @@ def _walk_dir(walk: _Walk, dfd: int, path: Path, rel: str, skill_dir: Path, skil
     walk.dirs.add((st.st_dev, st.st_ino))
     with os.scandir(dfd) as entries:
         listed = sorted(((e.name, e.is_symlink()) for e in entries), key=lambda e: e[0])
-    if rel and any(name == SKILL_MD for name, _ in listed):  # a skill nested in the walked one
+    if rel and any(name == SKILL_MD for name, _ in listed) and _is_file_at(dfd, SKILL_MD):  # a skill nested in this one
         walk.skills.append(rel.rstrip("/"))
         skill_dir, skill_real = path, _resolved(path) or path
     for name, is_link in listed:
@@ -706,6 +706,14 @@ def _walk_dir(walk: _Walk, dfd: int, path: Path, rel: str, skill_dir: Path, skil
             walk.files.append((relpath, data))
         finally:
             os.close(fd)
+
+
+def _is_file_at(dfd: int, name: str) -> bool:
+    """Whether ``name`` in the folder open as ``dfd`` is a regular file (links followed)."""
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dfd).st_mode)
+    except OSError:
+        return False
 
 
 def _open_entry(dfd: int, name: str, epath: Path, is_link: bool, skill_dir: Path, skill_real: Path) -> int | None:
