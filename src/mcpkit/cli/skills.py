@@ -12,7 +12,9 @@ extra), which parses the frontmatter, ``read`` exits 69.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import re
+import sys
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -157,6 +159,19 @@ def _file(out: Output, found: SkillFile) -> None:
         out.json(doc)
         return
     try:
-        out.text(found.content.decode("utf-8"))
+        text = found.content.decode("utf-8")
     except UnicodeDecodeError:
         out.text(f"[{found.mime_type or 'binary'} file {found.uri}: {len(found.content)} bytes]")
+        return
+    out.text(_inert(text) if sys.stdout.isatty() else text)
+
+
+#: Control characters a terminal acts on (C0 but tab and newline, DEL, C1), and a
+#: carriage return that ends no line: shown escaped on a terminal, since a skill's
+#: file is the server's text and could retitle, clear or rewrite the screen.
+_CONTROL: Final = re.compile(r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _inert(text: str) -> str:
+    """``text`` with what :data:`_CONTROL` matches written as ``\\xNN`` (a CRLF kept)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

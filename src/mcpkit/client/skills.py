@@ -29,8 +29,10 @@ import binascii
 import dataclasses
 import importlib
 import re
+import unicodedata
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from urllib.parse import quote, unquote
 
 from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, flatten_text
 from ..protocol.skills import (
@@ -61,8 +63,11 @@ __all__ = ["SkillsCore", "Skills", "LoadedSkill", "SkillFile", "SkillVerificatio
 
 T = TypeVar("T")
 
-_DIGEST: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: Characters a path segment keeps as they are, as mcpkit's server encodes a file's name
+#: (RFC 3986 unreserved and sub-delims, and ``@``); the rest is percent-encoded.
+_SEGMENT_SAFE: Final = "-._~!$&'()*+,;=@"
 #: How many YAML nodes a frontmatter may hold before the comparison gives up (aliases
 #: can make a small document a very large, or endless, one).
 _MAX_NODES: Final = 100_000
@@ -166,16 +171,19 @@ class LoadedSkill:
         return [self.path_of(item.uri) for item in self.entry.resources]
 
     def path_of(self, uri: str) -> str:
-        """``uri``'s path relative to the skill's root (the URI itself if it is outside)."""
+        """``uri``'s path relative to the skill's root, percent-decoded (``my file.md``);
+        the URI itself if it is outside."""
         prefix = self.root + "/"
-        return uri[len(prefix) :] if uri.startswith(prefix) else uri
+        return unquote(uri[len(prefix) :]) if uri.startswith(prefix) else uri
 
     def resolve(self, reference: str) -> str:
         """The URI a reference in the skill names: a path relative to the skill's root
         (``references/GUIDE.md``, ``./a/../b.md``), resolved as a filesystem path would
         be, or an absolute URI (its path under the root resolved the same way). A
-        ``#fragment`` is dropped. Raises ``ValueError`` for an empty path, an absolute
-        path, or one that climbs out of the root."""
+        ``#fragment`` is dropped. Each segment is percent-encoded as the server encodes
+        a file's name (``my file.md`` is ``my%20file.md``), after decoding what is
+        encoded already, so either spelling names the file. Raises ``ValueError`` for an
+        empty path, an absolute path, or one that climbs out of the root."""
         target = reference.split("#", 1)[0]
         if _SCHEME.match(target):
             prefix = self.root + "/"
@@ -186,7 +194,8 @@ class LoadedSkill:
 
     def _under_root(self, path: str, reference: str) -> str:
         parts: list[str] = []
-        for segment in path.split("/"):
+        for raw in path.split("/"):
+            segment = unquote(raw)
             if segment in ("", "."):
                 continue
             if segment == "..":
@@ -194,7 +203,7 @@ class LoadedSkill:
                     raise ValueError(f"{flatten_text(reference, 256)!r} leads out of the skill's root")
                 parts.pop()
             else:
-                parts.append(segment)
+                parts.append(quote(segment, safe=_SEGMENT_SAFE))
         if not parts:
             raise ValueError(f"{flatten_text(reference, 256)!r} names no file")
         return self.root + "/" + "/".join(parts)
@@ -345,13 +354,31 @@ class Skills:
         if isinstance(resources, str):  # dynamic: any file under the root, within the total bound
             if not uri.startswith(skill.root + "/"):
                 raise SkillVerificationError(uri, "unlisted", f"{flatten_text(uri, 256)} is not a file of {skill.name!r}")
+            if file_key(skill.root, uri) is None:
+                raise SkillVerificationError(
+                    uri, "entry", f"{flatten_text(uri, 256)} is not plain segments under the root of {skill.name!r}: not read"
+                )
             data, mime_type = await self._fetch(uri, timeout, budget=MAX_SKILL_BYTES - skill._bytes_read)
+            # reads under way at once each saw the same budget before their await: what
+            # is counted is checked again now, with nothing awaited between check and count
+            if len(data) > MAX_SKILL_BYTES - skill._bytes_read:
+                raise SkillVerificationError(
+                    uri, "limits", f"reading {flatten_text(uri, 256)} takes the dynamic skill past {MAX_SKILL_BYTES} bytes"
+                )
             skill._bytes_read += len(data)
             return SkillFile(uri, skill.path_of(uri), data, mime_type)
         cached = skill._cache.get(uri)
         if cached is not None:
             return cached
         listed = next((item for item in resources if item.uri == uri), None)
+        if listed is None:  # another spelling of a listed path (encoded differently, or not NFC)
+            key = file_key(skill.root, uri)
+            listed = next((item for item in resources if key is not None and file_key(skill.root, item.uri) == key), None)
+            if listed is not None:
+                uri = listed.uri
+                cached = skill._cache.get(uri)
+                if cached is not None:
+                    return cached
         if listed is None:
             raise SkillVerificationError(
                 uri, "unlisted", f"{flatten_text(uri, 256)} is not listed in the entry of {skill.name!r}: not read"
@@ -404,7 +431,7 @@ def checked_manifest(entry: Skill, *, allow_dynamic: bool) -> dict[str, SkillRes
     frontmatter = entry.frontmatter
     if not isinstance(frontmatter.get("name"), str) or not isinstance(frontmatter.get("description"), str):
         raise refuse("entry", "has no name and description in its frontmatter")
-    if frontmatter["name"] != name or not SKILL_NAME.match(name):
+    if frontmatter["name"] != name or not SKILL_NAME.fullmatch(name):
         raise refuse("entry", f"is named {flatten_text(frontmatter['name'], 64)!r}, not after its path's last segment")
     if isinstance(entry.resources, str):
         if entry.resources != DYNAMIC:
@@ -418,17 +445,44 @@ def checked_manifest(entry: Skill, *, allow_dynamic: bool) -> dict[str, SkillRes
     if total > MAX_SKILL_BYTES:
         raise refuse("limits", f"adds up to {total} bytes, over the limit of {MAX_SKILL_BYTES}")
     manifest: dict[str, SkillResource] = {}
+    normalised: set[tuple[str, ...]] = set()
     for item in entry.resources:
         if item.uri != uri and not item.uri.startswith(root + "/"):
             raise refuse("entry", f"lists {flatten_text(item.uri, 256)}, outside the skill")
-        if item.uri in manifest:
+        key = file_key(root, item.uri)
+        if key is None:
+            raise refuse("entry", f"lists {flatten_text(item.uri, 256)}, whose path is not plain segments under the root")
+        if item.uri in manifest or key in normalised:
             raise refuse("entry", f"lists {flatten_text(item.uri, 256)} twice")
-        if not _DIGEST.match(item.digest) or item.size < 0:
+        normalised.add(key)
+        if not _DIGEST.fullmatch(item.digest) or item.size < 0:
             raise refuse("entry", f"gives {flatten_text(item.uri, 256)} a malformed digest or size")
         manifest[item.uri] = item
     if uri not in manifest:
         raise refuse("entry", f"does not list its {SKILL_MD}")
     return manifest
+
+
+def file_key(root: str, uri: str) -> tuple[str, ...] | None:
+    """The path of ``uri`` under ``root`` as its decoded segments, NFC-normalised (what two
+    spellings of one file share); None unless it is plain: no empty, ``.`` or ``..``
+    segment before or after percent-decoding, no segment decoding to one with ``/`` or
+    ``\\``, no ``?`` or ``#``, and what is decoded is UTF-8."""
+    if not uri.startswith(root + "/"):
+        return None
+    rest = uri[len(root) + 1 :]
+    if "?" in rest or "#" in rest:
+        return None
+    key: list[str] = []
+    for segment in rest.split("/"):
+        try:
+            decoded = unquote(segment, errors="strict")
+        except UnicodeDecodeError:
+            return None
+        if segment in ("", ".", "..") or decoded in ("", ".", "..") or "/" in decoded or "\\" in decoded:
+            return None
+        key.append(unicodedata.normalize("NFC", decoded))
+    return tuple(key)
 
 
 def verify_content(listed: SkillResource, data: bytes) -> None:
@@ -498,10 +552,15 @@ def compare_frontmatter(parsed: Mapping[Any, Any], entry: Mapping[str, Any], uri
     """Raise :class:`SkillVerificationError` unless the frontmatter parsed from
     ``SKILL.md`` and the entry's are the same, field by field: the same fields, each
     with the same value (a boolean is not a number; keys that are not strings count as
-    their JSON spelling)."""
+    their JSON spelling, and two YAML keys with one spelling, ``1`` and ``"1"``, are
+    refused)."""
     budget = [_MAX_NODES]
     shown = flatten_text(uri, 256)
     keys = {_key(key) for key in parsed}
+    if len(keys) != len(parsed):  # 1 and "1", or null and "null": one JSON key, two YAML ones
+        raise SkillVerificationError(
+            uri, "frontmatter", f"the frontmatter of {shown} gives one field twice (as two YAML keys): not loaded"
+        )
     for field in sorted(keys ^ set(entry)):
         where = "the entry's" if field in entry else f"{SKILL_MD}'s"
         raise SkillVerificationError(
@@ -531,7 +590,7 @@ def _same(mine: Any, theirs: Any, budget: list[int], depth: int = 0) -> bool:
     if budget[0] < 0 or depth > _MAX_DEPTH:
         return False
     if isinstance(mine, dict):
-        if not isinstance(theirs, dict) or len(mine) != len(theirs):
+        if not isinstance(theirs, dict) or len(mine) != len(theirs) or len({_key(key) for key in mine}) != len(mine):
             return False
         for key, value in mine.items():
             field = _key(key)

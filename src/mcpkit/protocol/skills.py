@@ -57,8 +57,9 @@ DYNAMIC: Final = "dynamic"
 MAX_RESOURCES_PER_SKILL: Final = 512
 MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
 #: A skill's name (the Agent Skills rules): 1-64 lowercase letters, digits and hyphens,
-#: no hyphen first, last or twice in a row.
-SKILL_NAME: Final = re.compile(r"^(?!-)(?!.*--)[a-z0-9-]{1,64}(?<!-)$")
+#: no hyphen first, last or twice in a row (use ``fullmatch``; ``\Z``, not ``$``, so that no
+#: trailing newline passes).
+SKILL_NAME: Final = re.compile(r"(?!-)(?!.*--)[a-z0-9-]{1,64}(?<!-)\Z")
 
 
 class SkillResource(WireStruct, kw_only=True):

@@ -522,7 +522,9 @@ class Registration:
 
     def remove_skill(self, uri: str) -> None:
         """Stop serving the skill whose ``SKILL.md`` is at ``uri`` (its files leave the
-        resources, clients are told). ``KeyError`` if there is none."""
+        resources, clients are told). A skill read from a directory is withdrawn until
+        the next :meth:`reload_skills`, which reads it again. ``KeyError`` if there is
+        none."""
         self._registry.skills.remove(uri)
 
     def reload_skills(self) -> list[str]:

@@ -144,7 +144,8 @@ class SkillCatalog:
                     raise ValueError(f"skill {d.uri}: a resource with URI {f.uri!r} is registered already")
         for i, d in enumerate(defs):
             for other in [*served.values(), *defs[i + 1 :]]:
-                together = d.origin is not None and d.origin == other.origin  # read from one directory
+                # read by one call (the same directory read twice, under two prefixes, is two)
+                together = d.origin is not None and d.origin is other.origin
                 if not together and (_inside(d.root, other.root) or _inside(other.root, d.root)):
                     raise ValueError(f"skill {d.uri} and skill {other.uri} would nest; only the skills of one directory may nest")
 

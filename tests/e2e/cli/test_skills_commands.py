@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from support.cli import as_json, mcpkit
+from support.cli import MCPKIT, as_json, mcpkit, run_in_pty
 from support.processes import load_server
 from support.serving import serve_in_thread
 
@@ -163,3 +163,26 @@ def test_read_without_pyyaml_says_which_extra_to_install(app: Any, url: Any, tmp
     assert proc.stdout == ""
     listed = mcpkit("skills", "list", url("honest"), env=env)  # listing needs no parser
     assert listed.returncode == 0, listed.stderr
+
+
+HOSTILE = "title\x1b]0;pwned\x07 clear\x1b[2J bell\x07 back\rover del\x7f c1\x9b crlf\r\nend\n"
+
+
+def test_read_on_a_terminal_shows_control_characters_escaped_and_piped_as_they_are(tmp_path: Any) -> None:
+    script = tmp_path / "hostile_skill.py"
+    script.write_text(
+        "from mcpkit import Server\n"
+        "server = Server('hostile')\n"
+        f"server.add_skill('demo', 'd', 'body', files={{'notes.md': {HOSTILE!r}}})\n"
+        "server.run()\n"
+    )
+    target = f"python {script}"
+    piped = mcpkit("skills", "read", target, "skill://demo/SKILL.md", "notes.md")
+    assert piped.returncode == 0, piped.stderr
+    # a pipe gets the verified text as it is (the capture reads line endings universally)
+    assert piped.stdout == HOSTILE.replace("\r\n", "\n").replace("\r", "\n")
+    code, screen = run_in_pty([*MCPKIT, "skills", "read", target, "skill://demo/SKILL.md", "notes.md"])
+    assert code == 0, screen
+    for raw in ("\x1b", "\x07", "\x7f", "\x9b", "back\rover"):
+        assert raw not in screen
+    assert "title\\x1b]0;pwned\\x07 clear\\x1b[2J bell\\x07 back\\x0dover del\\x7f c1\\x9b crlf" in screen

@@ -6,6 +6,7 @@ entry does not list."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -200,6 +201,18 @@ async def test_what_is_read_of_a_dynamic_skill_is_bounded_by_16_mib_in_all(app: 
         assert refused.value.reason == "limits"
         today = await c.read_skill_file(skill, "data/today.md")  # what was refused was not counted
         assert today.content == fake.TODAY_MD
+
+
+async def test_reads_of_a_dynamic_skill_under_way_at_once_share_the_16_mib(app: Any, url: Any) -> None:
+    async with client(url("honest"), MODERN) as c:
+        skill = await c.load_skill(fake.DAILY, allow_dynamic=True)
+        results = await asyncio.gather(
+            *(c.read_skill_file(skill, "data/big.md") for _ in range(2)), return_exceptions=True
+        )  # 9 MiB each: both started within the bound, only one fits in it
+        refused = [r for r in results if isinstance(r, SkillVerificationError)]
+        assert len(refused) == 1
+        assert refused[0].reason == "limits"
+        assert sum(len(r.content) for r in results if not isinstance(r, BaseException)) == 9 * 1024 * 1024
 
 
 async def test_a_read_that_does_not_answer_the_file_is_refused(app: Any, url: Any) -> None:

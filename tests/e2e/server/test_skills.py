@@ -717,3 +717,184 @@ def test_skills_of_two_directories_may_not_nest(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="would nest; only the skills of one directory may nest"):
         srv.add_skills(tmp_path / "two", prefix="outer")
     assert srv.add_skills(tmp_path / "two", prefix="elsewhere") == ["skill://elsewhere/inner/SKILL.md"]
+
+
+# --- nested skills: one read of each file, links judged by the innermost skill -------------------
+
+
+async def test_a_nested_skill_shares_one_read_and_a_link_out_of_it_is_in_no_skill(tmp_path: Path) -> None:
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "outer" / "SKILL.md", "---\nname: outer\ndescription: holds another\n---\n")
+    write(root / "outer" / "shared.md", "outer's own\n")
+    write(root / "outer" / "inner" / "SKILL.md", "---\nname: inner\ndescription: nested\n---\n")
+    write(root / "outer" / "inner" / "data.md", "inner data\n")
+    (root / "outer" / "inner" / "up.md").symlink_to(root / "outer" / "shared.md")  # out of inner, into outer
+    (root / "outer" / "near.md").symlink_to(root / "outer" / "inner" / "data.md")  # inside outer: served by outer
+
+    outer, inner = load_directory(root)
+    assert (outer.uri, inner.uri) == ("skill://outer/SKILL.md", "skill://outer/inner/SKILL.md")
+    by_uri = {f.uri: f for f in outer.files}
+    for f in inner.files[1:]:
+        assert by_uri[f.uri] is f  # the very object the outer skill holds: one read
+
+    srv = Server("nested", page_size=1000)
+    srv.add_skills(root)
+    entries = {e["uri"]: e for e in (await call(srv, "skills/list"))["skills"]}
+    inner_files = [r["uri"] for r in entries["skill://outer/inner/SKILL.md"]["resources"]]
+    outer_files = [r["uri"] for r in entries["skill://outer/SKILL.md"]["resources"]]
+    assert inner_files == ["skill://outer/inner/SKILL.md", "skill://outer/inner/data.md"]
+    assert "skill://outer/inner/up.md" not in outer_files
+    assert "skill://outer/near.md" in outer_files
+    digests = {r["uri"]: r["digest"] for e in entries.values() for r in e["resources"]}
+    assert digests["skill://outer/inner/data.md"] == digests["skill://outer/near.md"]
+    await refused(srv, "resources/read", {"uri": "skill://outer/inner/up.md"})
+    listed = await call(srv, "resources/directory/read", {"uri": "skill://outer/inner"})
+    assert "skill://outer/inner/up.md" not in [r["uri"] for r in listed["resources"]]
+
+
+def test_a_file_swapped_for_a_link_out_while_the_folder_is_read_is_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextlib import nullcontext
+
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "racy" / "SKILL.md", "---\nname: racy\ndescription: d\n---\n")
+    doc = write(root / "racy" / "doc.md", "harmless\n")
+    secret = write(tmp_path / "secret.txt", "SECRET\n")
+    real_scandir = os.scandir
+
+    class Entry:
+        """A listed entry that, once asked whether it is a link, is swapped for one."""
+
+        def __init__(self, entry: os.DirEntry[str]) -> None:
+            self._entry, self.name, self.path = entry, entry.name, entry.path
+
+        def is_symlink(self) -> bool:
+            answer = self._entry.is_symlink()
+            if self.name == "doc.md" and not doc.is_symlink():
+                doc.unlink()
+                doc.symlink_to(secret)  # after the listing was taken, before the file is opened
+            return answer
+
+        def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+            return self._entry.is_dir(follow_symlinks=follow_symlinks)
+
+    def scandir(path: Any) -> Any:
+        with real_scandir(path) as it:
+            return nullcontext([Entry(e) for e in it])
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    (skill,) = load_directory(root)
+    assert doc.is_symlink()
+    assert [f.uri for f in skill.files] == ["skill://racy/SKILL.md"]
+    assert all(b"SECRET" not in (f.data or b"") for f in skill.files)
+
+
+def test_a_folder_name_with_at_does_not_become_userinfo(tmp_path: Path) -> None:
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "a@b" / "demo" / "SKILL.md", "---\nname: demo\ndescription: d\n---\n")
+    (skill,) = load_directory(root)
+    assert skill.uri == "skill://a%40b/demo/SKILL.md"  # not userinfo "a", host "b"
+    (skill,) = load_directory(root, "acme")
+    assert skill.uri == "skill://acme/a@b/demo/SKILL.md"
+
+
+ROUND_TRIP_VALUES: list[Any] = [
+    1e100,
+    -1e-7,
+    1e16,
+    5e-324,
+    -0.0,
+    1.5,
+    2**63 - 1,
+    "a\x85b",
+    "a\x7fb",
+    "a\x90b",
+    "\ufffe\uffff",
+    "a\u2028---\u2029b",
+    "\ufeffz",
+    "\x00\x01\x1b\t\r\n",
+    'quote " and \\ backslash',
+    "\U0001f600 emoji",
+    "yes",
+    "null",
+    "",
+    [1.0, "no", {"nested": "\x85"}],
+    {"x\u2028": [None, True, 1e-300]},
+]
+
+
+@pytest.mark.parametrize("value", ROUND_TRIP_VALUES, ids=[repr(v)[:24] for v in ROUND_TRIP_VALUES])
+async def test_a_code_skill_frontmatter_reads_back_through_pyyaml_as_the_same_value(value: Any) -> None:
+    from mcpkit.client.skills import parse_frontmatter as client_parse
+    from mcpkit.server.definitions.skills import render_frontmatter
+
+    frontmatter = {"name": "demo", "description": "d", "x": value}
+    block = render_frontmatter(frontmatter)
+    assert yaml.safe_load(block.strip("-\n")) == frontmatter
+    assert client_parse(block + "body\n")[0] == frontmatter
+    srv = Server("round-trip")
+    uri = srv.add_skill("demo", "d", "body", frontmatter={"x": value})
+    async with Client(srv) as client:
+        skill = await client.load_skill(uri)  # mcpkit's client takes mcpkit's code skill
+    assert skill.frontmatter["x"] == value
+
+
+async def test_a_legacy_session_may_carry_extensions_but_never_the_skills_one() -> None:
+    srv = Server("both")
+    srv.add_ui("ui://w/v.html", "<html></html>")  # MCP Apps declares itself in both eras
+    srv.add_skill("demo", "d", "body")
+    async with Client(srv, ClientOptions(protocol_version=LEGACY, apps=True)) as client:
+        extensions = client.server_capabilities.get("extensions")
+    assert isinstance(extensions, dict)
+    assert "io.modelcontextprotocol/ui" in extensions
+    assert "io.modelcontextprotocol/skills" not in extensions
+
+
+def test_the_definitions_module_exports_textual_and_derives_directories() -> None:
+    from mcpkit.server.definitions import skills as defs
+
+    assert "textual" in defs.__all__
+    skill = defs.skill_from_code("demo", "d", "body", files={"a/b/c.md": "x"}, frontmatter=None, prefix=None)
+    assert skill.directories == {"skill://demo", "skill://demo/a", "skill://demo/a/b"}
+    with pytest.raises(TypeError):
+        defs.SkillDef(uri="u", root="r", frontmatter={}, files=[], directories={"x"})  # type: ignore[call-arg]
+
+
+def test_one_directory_added_twice_under_nested_prefixes_may_not_nest(tmp_path: Path) -> None:
+    write(tmp_path / "skills" / "outer" / "SKILL.md", "---\nname: outer\ndescription: x\n---\n")
+    write(tmp_path / "skills" / "outer" / "inner" / "SKILL.md", "---\nname: inner\ndescription: y\n---\n")
+    srv = Server("s")
+    assert srv.add_skills(tmp_path / "skills", prefix="x") == ["skill://x/outer/SKILL.md", "skill://x/outer/inner/SKILL.md"]
+    with pytest.raises(ValueError, match="would nest"):  # inside skill://x/outer, missing from its entry
+        srv.add_skills(tmp_path / "skills", prefix="x/outer")
+    assert srv.add_skills(tmp_path / "skills", prefix="y") == ["skill://y/outer/SKILL.md", "skill://y/outer/inner/SKILL.md"]
+    assert len(srv.reload_skills()) == 4
+
+
+def test_a_removed_directory_skill_is_served_again_by_the_next_reload(tree: Path) -> None:
+    srv = Server("s")
+    srv.add_skills(tree)
+    made = srv.add_skill("made", "in code", "body")
+    srv.remove_skill("skill://acme/billing/refunds/SKILL.md")
+    assert "skill://acme/billing/refunds/SKILL.md" in srv.reload_skills()  # as docs/skills.md says
+    srv.remove_skill(made)
+    srv.reload_skills()
+    with pytest.raises(KeyError):
+        srv.remove_skill(made)  # a code skill removed stays removed
+
+
+def test_a_folder_named_skill_md_makes_no_nested_skill(tmp_path: Path) -> None:
+    from mcpkit.server.definitions.skills import load_directory
+
+    root = tmp_path / "skills"
+    write(root / "outer" / "SKILL.md", "---\nname: outer\ndescription: x\n---\n")
+    write(root / "outer" / "odd" / "SKILL.md" / "inside.md", "a folder, not a skill's SKILL.md\n")
+    (skill,) = load_directory(root)
+    assert "skill://outer/odd/SKILL.md/inside.md" in [f.uri for f in skill.files]

@@ -151,3 +151,109 @@ def test_without_pyyaml_loading_says_which_extra_to_install() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "pip install 'mcpkit[skills]'" in done.stdout
+
+
+R = "skill://acme/refunds/"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        R + "../other/secret.md",
+        R + "%2e%2e/%2e%2e/etc/passwd",
+        R + "%2E%2E/x",
+        R + "a//b",
+        R + "./ok.md",
+        R + "%2e/ok.md",
+        R + "a/",
+        R + "a%2Fb",
+        R + "a%5Cb",
+        R + "x?q=1",
+        R + "x#f",
+        R + "%ff.md",
+    ],
+)
+def test_a_file_uri_that_is_not_plain_segments_under_the_root_is_refused(uri: str) -> None:
+    with pytest.raises(SkillVerificationError) as refused:
+        checked_manifest(entry([item(), item(uri)]), allow_dynamic=False)
+    assert refused.value.reason == "entry"
+
+
+def test_two_spellings_of_one_file_are_a_file_listed_twice() -> None:
+    for a, b in [("my%20file.md", "my file.md"), ("r%C3%A9sum%C3%A9.md", "re\u0301sume\u0301.md"), ("a%2db", "a-b")]:
+        with pytest.raises(SkillVerificationError, match="twice") as refused:
+            checked_manifest(entry([item(), item(R + a), item(R + b)]), allow_dynamic=False)
+        assert refused.value.reason == "entry"
+    assert checked_manifest(entry([item(), item(R + "OK.md"), item(R + "ok.md")]), allow_dynamic=False) is not None
+
+
+async def test_a_dynamic_skill_reads_no_reference_that_is_not_plain_segments() -> None:
+    from mcpkit import Client, Server
+
+    server = Server("t")
+    uri = server.add_skill("demo", "d", lambda: "body", files={"ok.md": "fine\n"})
+
+    @server.resource("skill://other/secret.md")
+    def secret() -> str:
+        return "SECRET"
+
+    async with Client(server) as client:
+        skill = await client.load_skill(uri, allow_dynamic=True)
+        assert (await client.read_skill_file(skill, "ok.md")).content == b"fine\n"
+        for reference in ["%2e%2e/other/secret.md", "skill://demo/%2e%2e/other/secret.md", "a%2Fb.md", "x%5Cy.md"]:
+            with pytest.raises((SkillVerificationError, ValueError)) as refused:
+                await client.read_skill_file(skill, reference)
+            assert not isinstance(refused.value, SkillVerificationError) or refused.value.reason == "entry"
+
+
+def test_a_trailing_newline_passes_neither_the_name_rule_nor_the_digest_rule() -> None:
+    from mcpkit import Server
+    from mcpkit.protocol.skills import SKILL_NAME
+
+    assert SKILL_NAME.match("demo\n") is None
+    assert SKILL_NAME.fullmatch("demo\n") is None
+    with pytest.raises(ValueError, match="is not valid"):
+        Server("t").add_skill("demo\n", "d", "body")
+    uri = "skill://acme/demo\n/SKILL.md"
+    with pytest.raises(SkillVerificationError) as refused:
+        checked_manifest(entry([item(uri)], name="demo\n", uri=uri), allow_dynamic=False)
+    assert refused.value.reason == "entry"
+    with pytest.raises(SkillVerificationError) as refused:
+        checked_manifest(entry([item(digest=digest_of(b"x") + "\n")]), allow_dynamic=False)
+    assert refused.value.reason == "entry"
+
+
+async def test_a_reference_is_percent_encoded_as_the_server_encodes_a_file_name() -> None:
+    from mcpkit import Client, Server
+
+    server = Server("t")
+    names = {"my file.md": "spaced\n", "résumé.md": "accents\n", "a+b@c.md": "kept\n", "100%.md": "percent\n"}
+    uri = server.add_skill("demo", "d", "body", files=names)
+    async with Client(server) as client:
+        skill = await client.load_skill(uri)
+        assert skill.files == ["SKILL.md", *names]  # decoded, as the files are named
+        spellings = {
+            "my file.md": ["my file.md", "my%20file.md", "./x/../my file.md", "skill://demo/my file.md"],
+            "résumé.md": ["résumé.md", "r%C3%A9sum%C3%A9.md", "re\u0301sume\u0301.md"],
+            "a+b@c.md": ["a+b@c.md", "a%2Bb%40c.md"],
+            "100%.md": ["100%.md", "100%25.md"],
+        }
+        for name, references in spellings.items():
+            for reference in references:
+                found = await client.read_skill_file(skill, reference)
+                assert (found.path, found.content) == (name, names[name].encode()), reference
+
+
+@pytest.mark.parametrize(
+    ("yaml", "entry"),
+    [
+        ("1: a\n'1': a\n", {"1": "a"}),
+        ("null: x\n'null': x\n", {"null": "x"}),
+        ("m: {1: a, '1': a}\n", {"m": {"1": "a", "2": "b"}}),
+    ],
+    ids=["top", "null", "nested"],
+)
+def test_two_yaml_keys_with_one_json_spelling_are_refused(yaml: str, entry: dict[str, Any]) -> None:
+    with pytest.raises(SkillVerificationError) as refused:
+        compare_frontmatter(parsed(f"---\n{yaml}---\n"), entry, URI)
+    assert refused.value.reason == "frontmatter"

@@ -14,8 +14,8 @@ from its path, each segment percent-encoded, so a name can never add a separator
 
 ``SKILL.md`` frontmatter is YAML, parsed with PyYAML (the ``skills`` extra), imported
 only here and only when a directory is read; a skill made in code writes its frontmatter
-itself, as one JSON value per key (JSON scalars and flow collections are YAML), so it
-needs no YAML library.
+itself, as one YAML flow value per key (:func:`render_frontmatter`: what PyYAML reads
+back as the same value), so it needs no YAML library.
 """
 
 from __future__ import annotations
@@ -23,16 +23,14 @@ from __future__ import annotations
 import base64
 import logging
 import math
+import mimetypes
 import os
 import stat
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
-
-import msgspec
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any, Final
+from urllib.parse import quote
 
 from ...protocol.content import Resource, ResourceContents
 from ...protocol.errors import flatten_text
@@ -60,6 +58,7 @@ __all__ = [
     "check_prefix",
     "directory_resource",
     "generated",
+    "textual",
 ]
 
 log = logging.getLogger("mcpkit.server")
@@ -148,7 +147,8 @@ class SkillDef:
     """One skill: the URI of its ``SKILL.md``, its root (that URI without ``/SKILL.md``),
     its frontmatter and its own files (``SKILL.md`` first). ``source`` is its folder and
     ``origin`` the directory that was read (both None: made in code); ``dynamic`` skills
-    publish no digests."""
+    publish no digests. Skills may nest only when they share one ``origin`` object (read
+    by one :func:`load_directory` call), not merely an equal path."""
 
     uri: str
     root: str
@@ -158,7 +158,7 @@ class SkillDef:
     origin: Path | None = None
     dynamic: bool = False
     #: The directories the files are in, the root included (URIs without a trailing slash).
-    directories: set[str] = field(default_factory=set)
+    directories: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self.directories = {self.root}
@@ -194,7 +194,7 @@ def check_prefix(prefix: str | None) -> list[str]:
 
 
 def _check_name(name: Any, where: str) -> str:
-    if not isinstance(name, str) or not SKILL_NAME.match(name):
+    if not isinstance(name, str) or not SKILL_NAME.fullmatch(name):
         raise ValueError(
             f"{where}: the skill name {name!r} is not valid: 1-64 lowercase letters, digits and hyphens,"
             " not starting or ending with a hyphen, no two hyphens in a row"
@@ -270,22 +270,78 @@ def parse_frontmatter(text: str, where: str) -> dict[str, Any]:
     return data
 
 
-_encode = msgspec.json.Encoder()
-
-
 def render_frontmatter(frontmatter: Mapping[str, Any]) -> str:
     """``frontmatter`` as a ``SKILL.md`` frontmatter block: one ``"key": value`` line per
-    key, the value in JSON (which YAML reads back as the same value)."""
-    lines = [f"{_encode.encode(key).decode()}: {_encode.encode(value).decode()}\n" for key, value in frontmatter.items()]
+    key, the value a YAML flow scalar or collection that YAML (1.1, as PyYAML reads it)
+    reads back as the same value: strings double-quoted, with every character YAML
+    would not take as it is (controls, ``\\x7f``-``\\x9f``, ``\\ufeff``, ``\\ufffe``,
+    ``\\uffff``, surrogates) and every line break (``\\x85``, ``\\u2028``,
+    ``\\u2029``) escaped; floats always with a ``.`` and a signed exponent."""
+    lines = [f"{_yaml_scalar(key)}: {_yaml_value(value)}\n" for key, value in frontmatter.items()]
     return "---\n" + "".join(lines) + "---\n"
+
+
+def _yaml_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _yaml_float(value)
+    if isinstance(value, str):
+        return _yaml_scalar(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_yaml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_yaml_scalar(str(k))}: {_yaml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"frontmatter value {value!r} is not JSON")  # _json_only refused it first
+
+
+def _yaml_float(value: float) -> str:
+    """A finite float as YAML 1.1 reads a float: ``1e+100`` is a string there, so the
+    mantissa always has a ``.`` and the exponent a sign (``1.0e+100``, ``1.0e-07``)."""
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    if e and exponent[0] not in "+-":
+        exponent = "+" + exponent
+    return mantissa + (("e" + exponent) if e else "")
+
+
+#: Escapes of a YAML double-quoted scalar for the characters that have a short one.
+_YAML_ESCAPES: Final = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _yaml_printable(code: int) -> bool:
+    """Whether YAML takes the character ``code`` as it is inside a quoted scalar on one
+    line (printable, and no line break)."""
+    if 0x20 <= code <= 0x7E or code >= 0x10000:
+        return True
+    if 0xA0 <= code <= 0xD7FF:
+        return code not in (0x2028, 0x2029)
+    return 0xE000 <= code <= 0xFFFD and code != 0xFEFF
+
+
+def _yaml_scalar(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar, on one line."""
+    out = []
+    for c in text:
+        code = ord(c)
+        if c in _YAML_ESCAPES:
+            out.append(_YAML_ESCAPES[c])
+        elif _yaml_printable(code):
+            out.append(c)
+        else:  # what is left is in the Basic Multilingual Plane
+            out.append(f"\\u{code:04x}")
+    return '"' + "".join(out) + '"'
 
 
 def _mime_of(name: str, data: bytes | None) -> str:
     if name == SKILL_MD:
         return SKILL_MD_MIME_TYPE
-    import mimetypes  # here and below, not at import time: only a server serving skills needs them
-    from pathlib import PurePosixPath
-
     suffix = PurePosixPath(name).suffix.lower()
     guessed = _MIME.get(suffix) or mimetypes.guess_type(name, strict=False)[0]
     if guessed is not None:
@@ -300,8 +356,6 @@ def _mime_of(name: str, data: bytes | None) -> str:
 
 
 def _file_uri(root: str, relpath: str) -> str:
-    from urllib.parse import quote
-
     return root + "/" + "/".join(quote(seg, safe=_SEGMENT_SAFE) for seg in relpath.split("/"))
 
 
@@ -433,32 +487,56 @@ async def generated(generate: ContentFunction) -> str | bytes:
 def load_directory(directory: str | os.PathLike[str], prefix: str | None = None) -> list[SkillDef]:
     """Every skill under ``directory``: each folder (at any depth, hidden ones skipped)
     that holds a ``SKILL.md`` is one, served at ``skill://<prefix>/<its path>``; a skill
-    inside another is also part of the enclosing skill's files. Raises ``ValueError``
-    for a directory that does not exist or holds a ``SKILL.md`` itself, a skill whose
+    inside another is also part of the enclosing skill's files. Each file is read once:
+    the folder of a skill that sits inside no other is walked, and a skill nested in it
+    takes the files under its own folder from that one walk. Raises ``ValueError`` for a
+    directory that does not exist or holds a ``SKILL.md`` itself, a skill whose
     frontmatter is not valid (name not its folder's, no description), or a skill over the
     limits; ``ImportError`` without PyYAML."""
-    from pathlib import Path
-    from urllib.parse import quote
-
-    base = Path(directory)
+    base = Path(os.fspath(directory))  # a new object: one call's skills share it as their origin
     if not base.is_dir():
         raise ValueError(f"skills directory {str(base)!r} is not a directory")
     segments = check_prefix(prefix)
     if (base / SKILL_MD).is_file():
         raise ValueError(f"skills directory {str(base)!r} holds a SKILL.md itself: pass the folder that contains the skill")
     skills: list[SkillDef] = []
-    for folder in sorted(_skill_folders(base)):
+    walked: set[tuple[int, int]] = set()
+    for folder in _skill_folders(base):
+        try:
+            st = folder.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in walked:  # inside a skill walked already (reached through a link)
+            continue
         rel = folder.relative_to(base)
-        root = SCHEME + "/".join(quote(s, safe=_SEGMENT_SAFE) for s in [*segments, *rel.parts])
-        skill = _load_skill(folder, root, rel.parts[-1])
+        root = SCHEME + "/".join(_root_segments([*segments, *rel.parts], bool(segments)))
+        walk = _walk(folder, f"skill {str(folder)!r}")
+        walked |= walk.dirs
+        outer = _load_skill(folder, root, rel.parts[-1], walk.files, "")
+        skills.append(outer)
+        for inner in walk.skills:
+            parts = inner.split("/")
+            inner_root = root + "/" + "/".join(quote(s, safe=_SEGMENT_SAFE) for s in parts)
+            skills.append(_load_skill(folder.joinpath(*parts), inner_root, parts[-1], walk.files, inner + "/", outer.files))
+    for skill in skills:
         skill.origin = base
-        skills.append(skill)
-    return skills
+    return sorted(skills, key=lambda d: d.source.parts if d.source is not None else ())
+
+
+def _root_segments(parts: list[str], prefixed: bool) -> list[str]:
+    """The URI segments of a skill's root: each percent-encoded; the first, which a URI
+    reads as its authority, with ``@`` encoded too when it comes from a folder's name (a
+    prefix has none: :func:`check_prefix`), so that no folder reads as userinfo."""
+    out = [quote(s, safe=_SEGMENT_SAFE) for s in parts]
+    if not prefixed and parts:
+        out[0] = quote(parts[0], safe=_SEGMENT_SAFE.replace("@", ""))
+    return out
 
 
 def _skill_folders(base: Path) -> Iterator[Path]:
-    """The folders under ``base`` that hold a ``SKILL.md``, in a fixed order: hidden
-    folders, links out of ``base`` and folders reached twice (through a link) skipped."""
+    """The folders under ``base`` that hold a ``SKILL.md`` and sit inside no other such
+    folder, in a fixed order: hidden folders, links out of ``base`` and folders reached
+    twice (through a link) skipped. (The skills nested in them are found by :func:`_walk`.)"""
     real_base = base.resolve()
     seen: set[Path] = set()
     stack = [base]
@@ -470,12 +548,13 @@ def _skill_folders(base: Path) -> Iterator[Path]:
         seen.add(real)
         if folder != base and (folder / SKILL_MD).is_file():
             yield folder
+            continue
         with os.scandir(folder) as entries:
             listed = sorted(entries, key=lambda e: e.name, reverse=True)  # popped in name order
         for entry in listed:
             if entry.name.startswith(".") or not _is_dir(entry):
                 continue
-            path = folder / entry.name
+            path = Path(entry.path)
             if not _utf8(entry.name):
                 log.warning("skills: %r has a name that is not UTF-8: not served", path)
                 continue
@@ -511,11 +590,20 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _load_skill(folder: Path, root: str, dirname: str) -> SkillDef:
+def _load_skill(
+    folder: Path,
+    root: str,
+    dirname: str,
+    found: list[tuple[str, bytes]],
+    under: str,
+    shared: list[SkillFile] | None = None,
+) -> SkillDef:
+    """The skill in ``folder`` from the files one walk read (``found``, relative to the
+    walked folder): those under ``under``. A nested skill (``shared``: the enclosing
+    skill's files) takes the enclosing skill's very objects for its supporting files."""
     where = f"skill {str(folder)!r}"
-    found = list(_walk(folder, where))
-    by_path = dict(found)
-    skill_md = by_path.get(SKILL_MD)
+    mine = [(relpath[len(under) :], data) for relpath, data in found if relpath.startswith(under)]
+    skill_md = dict(mine).get(SKILL_MD)
     if skill_md is None:  # only a link out of the folder or a non-file can be missing
         raise ValueError(f"{where}: SKILL.md is not a regular file inside the skill's folder")
     try:
@@ -528,54 +616,137 @@ def _load_skill(folder: Path, root: str, dirname: str) -> SkillDef:
         raise ValueError(f"{where}: the frontmatter name {name!r} must be the skill folder's name {dirname!r}")
     _check_description(fm.get("description"), where)
     files = [_make_file(root, SKILL_MD, skill_md, None, fm)]
-    files += [_make_file(root, relpath, data, None, fm) for relpath, data in sorted(found) if relpath != SKILL_MD]
+    by_uri = {f.uri: f for f in shared or []}
+    for relpath, data in sorted(mine):
+        if relpath != SKILL_MD:
+            uri = _file_uri(root, relpath)
+            files.append(by_uri.get(uri) or _make_file(root, relpath, data, None, fm))
     return SkillDef(uri=root + "/" + SKILL_MD, root=root, frontmatter=fm, files=files, source=folder)
 
 
-def _walk(folder: Path, where: str) -> Iterator[tuple[str, bytes]]:
-    """(relative path, bytes) of every file of the skill in ``folder``: hidden entries,
-    links whose target is outside ``folder`` and anything but regular files skipped;
-    raises ``ValueError`` once the skill is over the limits (before reading past them)."""
-    real_root = folder.resolve()
-    count = total = 0
-    seen: set[Path] = set()
-    stack: list[tuple[Path, str]] = [(folder, "")]
-    while stack:
-        current, rel = stack.pop()
-        real_dir = _resolved(current)
-        if real_dir is None or real_dir in seen:
+@dataclass
+class _Walk:
+    """What one walk of a skill's folder found: every file (relative path, bytes), the
+    folders of the skills nested in it (relative paths), and the folders walked."""
+
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    dirs: set[tuple[int, int]] = field(default_factory=set)
+    count: int = 0
+    total: int = 0
+
+
+#: How deep a skill's folders are walked (each level holds a directory open).
+_MAX_DEPTH: Final = 64
+_OPEN: Final = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _walk(folder: Path, where: str) -> _Walk:
+    """Read every file of the skill in ``folder``, and of the skills nested in it, once.
+    Hidden entries and anything but regular files and folders are skipped, and so is a
+    link whose target lies outside the innermost skill holding it (it is then in no
+    skill's files). Entries are opened relative to their folder's descriptor without
+    following links (a link is opened only once its target is found inside the skill,
+    and kept only if what was opened is that target), and each file is checked on its
+    descriptor to be a regular one. Raises ``ValueError`` once the skill is over the
+    limits: before a file larger than what the skill has left is read, and after
+    reading at most one byte past it (a file that grew, or whose size the OS does not
+    tell)."""
+    walk = _Walk()
+    try:
+        fd = os.open(folder, _OPEN)
+    except OSError:
+        raise ValueError(f"{where}: the skill's folder cannot be read") from None
+    try:
+        _walk_dir(walk, fd, folder, "", folder, _resolved(folder) or folder, where, 0)
+    finally:
+        os.close(fd)
+    return walk
+
+
+def _walk_dir(walk: _Walk, dfd: int, path: Path, rel: str, skill_dir: Path, skill_real: Path, where: str, depth: int) -> None:
+    st = os.fstat(dfd)
+    if (st.st_dev, st.st_ino) in walk.dirs:
+        return
+    walk.dirs.add((st.st_dev, st.st_ino))
+    with os.scandir(dfd) as entries:
+        listed = sorted(((e.name, e.is_symlink()) for e in entries), key=lambda e: e[0])
+    if rel and any(name == SKILL_MD for name, _ in listed) and _is_file_at(dfd, SKILL_MD):  # a skill nested in this one
+        walk.skills.append(rel.rstrip("/"))
+        skill_dir, skill_real = path, _resolved(path) or path
+    for name, is_link in listed:
+        if name.startswith("."):
             continue
-        seen.add(real_dir)
-        with os.scandir(current) as entries:
-            listed = sorted(entries, key=lambda e: e.name)
-        for entry in listed:
-            if entry.name.startswith("."):
-                continue
-            path = current / entry.name
-            if not _utf8(entry.name):
-                log.warning("skills: %r has a name that is not UTF-8: not served", path)
-                continue
-            relpath = f"{rel}{entry.name}"
-            if entry.is_symlink():
-                target = _resolved(path)
-                if target is None or not target.is_relative_to(real_root):
-                    log.warning("skills: %s links outside its skill's folder %s: not served", path, folder)
+        epath = path / name
+        if not _utf8(name):
+            log.warning("skills: %r has a name that is not UTF-8: not served", epath)
+            continue
+        relpath = f"{rel}{name}"
+        fd = _open_entry(dfd, name, epath, is_link, skill_dir, skill_real)
+        if fd is None:
+            continue
+        try:
+            est = os.fstat(fd)
+            if stat.S_ISDIR(est.st_mode):
+                if depth >= _MAX_DEPTH:
+                    log.warning("skills: %s is more than %d folders deep: not served", epath, _MAX_DEPTH)
                     continue
-            try:
-                st = path.stat()
-            except OSError:
-                log.warning("skills: %s cannot be read: not served", path)
+                _walk_dir(walk, fd, epath, relpath + "/", skill_dir, skill_real, where, depth + 1)
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append((path, relpath + "/"))
+            if not stat.S_ISREG(est.st_mode):
+                log.warning("skills: %s is not a regular file: not served", epath)
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                log.warning("skills: %s is not a regular file: not served", path)
-                continue
-            count += 1
-            total += st.st_size
-            _check_bounds(where, count, total)
-            data = path.read_bytes()
-            total += len(data) - st.st_size  # what was read counts, not what stat said
-            _check_bounds(where, count, total)
-            yield relpath, data
+            walk.count += 1
+            left = MAX_SKILL_BYTES - walk.total
+            _check_bounds(where, walk.count, walk.total + est.st_size)
+            data = _read_at_most(fd, left + 1)
+            walk.total += len(data)
+            _check_bounds(where, walk.count, walk.total)
+            walk.files.append((relpath, data))
+        finally:
+            os.close(fd)
+
+
+def _is_file_at(dfd: int, name: str) -> bool:
+    """Whether ``name`` in the folder open as ``dfd`` is a regular file (links followed)."""
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dfd).st_mode)
+    except OSError:
+        return False
+
+
+def _open_entry(dfd: int, name: str, epath: Path, is_link: bool, skill_dir: Path, skill_real: Path) -> int | None:
+    """A descriptor of the entry ``name`` of the folder open as ``dfd`` (None: not
+    served). A link is followed only to a target inside the skill's folder."""
+    try:
+        if not is_link:
+            return os.open(name, _OPEN | _NOFOLLOW, dir_fd=dfd)  # a link swapped in fails (ELOOP)
+        target = _resolved(epath)
+        if target is None or not target.is_relative_to(skill_real):
+            log.warning("skills: %s links outside its skill's folder %s: not served", epath, skill_dir)
+            return None
+        expected = os.stat(target, follow_symlinks=False)
+        fd = os.open(name, _OPEN, dir_fd=dfd)
+        got = os.fstat(fd)
+        if (got.st_dev, got.st_ino) != (expected.st_dev, expected.st_ino):  # the link changed meanwhile
+            os.close(fd)
+            log.warning("skills: %s changed while it was read: not served", epath)
+            return None
+        return fd
+    except OSError:
+        log.warning("skills: %s cannot be read: not served", epath)
+        return None
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of the file open as ``fd`` (fewer at its end)."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < limit:
+        chunk = os.read(fd, min(limit - got, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
