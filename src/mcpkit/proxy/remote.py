@@ -36,7 +36,8 @@ files are resources like any other.
 **Resource updates**: the primary link keeps one subscription upstream, for the lists and
 for every URI a downstream client subscribed to (at most :data:`MAX_WATCHED`, kept for
 the proxy's life), reopened when a URI is added; each update is announced to the proxy's
-subscribers of that URI.
+subscribers of that URI. A downstream subscription is answered once the upstream one
+holds its URI (within :data:`WATCH_WAIT`), so an update that follows it is not missed.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ __all__ = ["RemoteFeatures", "MAX_WATCHED"]
 
 log = logging.getLogger("mcpkit.proxy")
 
+#: The longest a downstream subscription waits for the upstream one to take its URI (s).
+WATCH_WAIT: Final = 10.0
 #: How many resource URIs a proxy watches upstream for its subscribers.
 MAX_WATCHED: Final = 1000
 _LISTS: Final = {"tool": "tools", "prompt": "prompts", "resource": "resources", "template": "resources"}
@@ -109,6 +112,7 @@ class RemoteFeatures:
         self._left_out: frozenset[str] = frozenset()
         self._watched: set[str] = set()
         self._rewatch = asyncio.Event()
+        self._watching = asyncio.Event()  # set while the upstream subscription is open with every watched URI
         self._watcher: asyncio.Task[None] | None = None
         self._capabilities: dict[str, Any] = {}
         self._runs_tasks = False
@@ -217,10 +221,20 @@ class RemoteFeatures:
             return next(((item.uri_template, item) for t, item in matching if t.match(key) is not None), None)
         return next(((key, item) for item in self._lists["template"] if item.uri_template == key), None)
 
-    def watch(self, uri: str) -> None:
+    async def watch(self, uri: str) -> None:
+        """Add ``uri`` to what the upstream subscription watches, and return once the
+        subscription is open with it (at most :data:`WATCH_WAIT` seconds: an upstream
+        server slow to acknowledge does not hold the downstream subscription up for
+        longer), so that an update right after the downstream client was answered
+        reaches it. Cancellation only stops the waiting."""
         if uri not in self._watched and len(self._watched) < MAX_WATCHED:
             self._watched.add(uri)
+            self._watching.clear()
             self._rewatch.set()
+        if uri in self._watched and self._watcher is not None and not self._watcher.done():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(WATCH_WAIT):
+                    await self._watching.wait()
 
     async def forward(self, ctx: Context, call: Call, method: str, params: Any) -> Any:
         if call.policy.stateless and method in MRTR_METHODS and self._per_session and self._upstream_is_legacy():
@@ -343,30 +357,37 @@ class RemoteFeatures:
         when the connection is gone for good, watching stops (logged)."""
         assert self._primary is not None
         client = self._primary.client
-        while True:
-            self._rewatch.clear()
-            uris = sorted(self._watched)
-            try:
-                async with client.listen(tools=True, prompts=True, resources=True, resource_uris=uris) as changes:
-                    while not self._rewatch.is_set():
-                        change = await _next_or(changes, self._rewatch)
-                        if change is None:
-                            break
-                        if change.kind == "resource" and change.uri is not None:
-                            self._registry.resource_updated(change.uri)
-                        elif change.kind != "resource":
-                            await self._refetch(change.kind)
-            except asyncio.CancelledError:
-                raise
-            except McpError as exc:
-                if not uris:
-                    log.warning("the upstream server refuses to tell the proxy of its changes: %s", exc)
+        try:
+            while True:
+                self._rewatch.clear()
+                uris = sorted(self._watched)
+                try:
+                    async with client.listen(tools=True, prompts=True, resources=True, resource_uris=uris) as changes:
+                        if not self._rewatch.is_set():  # open with every URI watched now
+                            self._watching.set()
+                        while not self._rewatch.is_set():
+                            change = await _next_or(changes, self._rewatch)
+                            if change is None:
+                                break
+                            if change.kind == "resource" and change.uri is not None:
+                                self._registry.resource_updated(change.uri)
+                            elif change.kind != "resource":
+                                await self._refetch(change.kind)
+                except asyncio.CancelledError:
+                    raise
+                except McpError as exc:
+                    if not uris:
+                        log.warning("the upstream server refuses to tell the proxy of its changes: %s", exc)
+                        return
+                    log.warning(
+                        "the upstream server refused to watch %d resources (%s); watching the lists alone", len(uris), exc
+                    )
+                    self._watched.clear()
+                except Exception:
+                    log.warning("the proxy stopped watching the upstream server for changes", exc_info=True)
                     return
-                log.warning("the upstream server refused to watch %d resources (%s); watching the lists alone", len(uris), exc)
-                self._watched.clear()
-            except Exception:
-                log.warning("the proxy stopped watching the upstream server for changes", exc_info=True)
-                return
+        finally:  # nobody waits for a subscription that is not coming
+            self._watching.set()
 
 
 async def _tell_roots_changed(link: Link) -> None:

@@ -141,9 +141,11 @@ class Remote(Protocol):
         listed or one of its templates matches)."""
         ...
 
-    def watch(self, uri: str) -> None:
+    async def watch(self, uri: str) -> None:
         """A client of this server subscribed to the remote resource ``uri``: its
-        updates are wanted from now on."""
+        updates are wanted from now on. Returns once the remote server is asked for them
+        (or could not be, within a bound), so that an update right after the
+        subscription is answered is not missed."""
         ...
 
     def describe(self, kind: Kind, key: str) -> tuple[str, Any] | None:
@@ -474,16 +476,17 @@ class Registry:
         for mount in self.mounts:
             mount.registry.roots_changed(session)
 
-    def watch(self, uri: str) -> None:
+    async def watch(self, uri: str) -> None:
         """A client subscribed to ``uri``: a remote server that offers it (here or in a
-        mounted server) is told its updates are wanted."""
+        mounted server) is told its updates are wanted; returns once it has been (see
+        :meth:`RemoteFeatures.watch`)."""
         if uri in self.resources or any(t.uri_template.match(uri) is not None for t in self.templates):
             return
         routed = self.route("resource", uri) if self.mounts else None
         if routed is not None:
-            routed[0].registry.watch(routed[1])
+            await routed[0].registry.watch(routed[1])
         elif self.remote is not None and self.remote.has("resource", uri):
-            self.remote.watch(uri)
+            await self.remote.watch(uri)
 
     # --- mounted servers (server/mount.py) ------------------------------------------------------
 

@@ -310,3 +310,34 @@ async def test_a_name_the_proxy_also_has_is_listed_and_served_once_as_its_own() 
         assert tools["ask"].description == "the mount's"  # listed as served
         assert text_of(await client.call_tool("count")) == "the proxy's"
         assert text_of(await client.call_tool("ask")) == "the mount's"
+
+
+@pytest.mark.parametrize("up_era", [LEGACY, MODERN])
+@pytest.mark.parametrize("down_era", [LEGACY, MODERN])
+async def test_an_update_right_after_a_subscription_is_answered_is_not_missed(up_era: str, down_era: str) -> None:
+    """The proxy answers a downstream subscription only once its upstream subscription
+    holds the URI: an upstream server slow to take it (here it waits a moment before
+    serving the subscription) cannot make the proxy miss the update that follows."""
+    up = Server("slow-to-subscribe")
+
+    @up.resource("note://a")
+    def note() -> str:
+        return "a"
+
+    @up.tool
+    async def touch() -> str:
+        await up.notify_resource_updated("note://a")
+        return "touched"
+
+    async def slow_subscriptions(ctx: Context, call_next: Any) -> Any:
+        if ctx.method in ("resources/subscribe", "subscriptions/listen"):
+            await asyncio.sleep(0.3)  # widens the race; the verdict does not depend on it
+        return await call_next()
+
+    up.use(slow_subscriptions)
+    proxy = Proxy(lambda: ServerInMemory(up), client_options=ClientOptions(protocol_version=up_era, request_timeout=10))
+    async with client_of(proxy, down_era) as client:
+        async with client.listen(resource_uris=["note://a"]) as changes:
+            assert text_of(await client.call_tool("touch")) == "touched"
+            change = await asyncio.wait_for(changes.__anext__(), 10)
+        assert (change.kind, change.uri) == ("resource", "note://a")

@@ -79,7 +79,7 @@ async def subscribe(reg: Registry, ctx: Context, call: Call, params: ReadResourc
         if len(session.resource_uris) >= MAX_URIS and params.uri not in session.resource_uris:
             raise McpError(INVALID_PARAMS, f"Invalid params: at most {MAX_URIS} subscribed resources per session")
         session.resource_uris.add(params.uri)
-    reg.watch(params.uri)
+    await reg.watch(params.uri)
     return EmptyResult()
 
 
@@ -119,7 +119,7 @@ async def listen(reg: Registry, ctx: Context, call: Call, params: ListenParams) 
     for uri in uris:
         check_length(uri, settings.max_uri_length)
     for uri in uris:
-        reg.watch(uri)
+        await reg.watch(uri)
     task_ids: list[str] = []
     if wanted.task_ids:
         if not declares_tasks(ctx.client_capabilities):
