@@ -23,7 +23,7 @@ from ..protocol.types import Icon, ToolAnnotations
 from .apps import check_ui_uri, is_ui_resource, tool_meta_with_ui, ui_resource_meta
 from .definitions.options import ToolOptions
 from .definitions.prompts import PromptDef
-from .definitions.resources import ResourceDef, TemplateDef, resource_from_function
+from .definitions.resources import TemplateDef, resource_from_function
 from .definitions.tools import tool_from_function, tool_from_schema
 from .filters import with_tags
 from .injection import Provider, callable_name
@@ -271,26 +271,47 @@ class Registration:
         """
 
         def register(fn: F) -> F:
-            self._add_scopes("resource", uri, scopes)
-            definition = resource_from_function(
-                uri,
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                mime_type=mime_type,
-                size=size,
-                meta=with_tags(meta, tags),
-                icons=icons,
-                providers=self._providers,
-            )
-            if isinstance(definition, TemplateDef):
-                self._registry.add_template(definition)
-            else:
-                self._registry.add_resource(definition)
+            self._add_resource(uri, fn, name, title, description, mime_type, size, meta, scopes, tags, icons)
             return fn
 
         return register
+
+    def _add_resource(
+        self,
+        uri: str,
+        fn: Callable[..., Any],
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        mime_type: str | None,
+        size: int | None,
+        meta: dict[str, Any] | None,
+        scopes: Sequence[str],
+        tags: Sequence[str],
+        icons: Sequence[Icon | Mapping[str, Any]] | None,
+        contents_meta: dict[str, Any] | None = None,
+    ) -> None:
+        """What :meth:`resource` and :meth:`ui_resource` register: the resource (or the
+        template, for a ``uri`` with placeholders) of ``fn``; ``contents_meta`` is the
+        ``_meta`` of what it reads (a view's ``ui``)."""
+        self._add_scopes("resource", uri, scopes)
+        definition = resource_from_function(
+            uri,
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            size=size,
+            meta=with_tags(meta, tags),
+            icons=icons,
+            providers=self._providers,
+        )
+        if isinstance(definition, TemplateDef):
+            self._registry.add_template(definition)
+        else:
+            definition.contents_meta = contents_meta
+            self._registry.add_resource(definition)
 
     def ui_resource(
         self,
@@ -326,24 +347,10 @@ class Registration:
         if meta is not None and "ui" in meta:
             raise ValueError("give the view's _meta.ui with csp=, permissions=, domain= and prefers_border=, not in meta")
         listed = {**(meta or {}), "ui": ui_meta} if ui_meta is not None else meta
+        contents_meta = {"ui": ui_meta} if ui_meta is not None else None
 
-        def register(fn: F) -> F:
-            self._add_scopes("resource", uri, scopes)
-            definition = resource_from_function(
-                uri,
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                mime_type=UI_MIME_TYPE,
-                size=None,
-                meta=with_tags(listed, tags),
-                icons=icons,
-                providers=self._providers,
-            )
-            assert isinstance(definition, ResourceDef)  # a ui:// URI has no placeholders
-            definition.contents_meta = {"ui": ui_meta} if ui_meta is not None else None
-            self._registry.add_resource(definition)
+        def register(fn: F) -> F:  # a ui:// URI has no placeholders: a resource, never a template
+            self._add_resource(uri, fn, name, title, description, UI_MIME_TYPE, None, listed, scopes, tags, icons, contents_meta)
             return fn
 
         return register
