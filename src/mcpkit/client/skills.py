@@ -31,7 +31,7 @@ import importlib
 import re
 import unicodedata
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import quote, unquote
 
 from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, flatten_text
@@ -51,17 +51,14 @@ from ..protocol.skills import (
     digest_of,
 )
 from ..protocol.types import DiscoverResult, ReadResourceResult
+from .core import CallCore
 from .features import all_pages
 
 if TYPE_CHECKING:
-    from ..protocol.eras import EraPolicy
-    from ..runtime.peer import ProgressCallback
     from .core import Negotiated
     from .retry import RetryPolicy
 
 __all__ = ["SkillsCore", "Skills", "LoadedSkill", "SkillFile", "SkillVerificationError", "parse_frontmatter"]
-
-T = TypeVar("T")
 
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -209,34 +206,13 @@ class LoadedSkill:
         return self.root + "/" + "/".join(parts)
 
 
-class SkillsCore(Protocol):
-    """What the skills requests need of the client's call core."""
+class SkillsCore(CallCore, Protocol):
+    """What the skills requests need of the client's call core: its calls (and the era
+    agreed on), what the server said about itself, and ``server/discover``."""
 
     @property
     def facts(self) -> Negotiated:
         """What the server said about itself (its capabilities)."""
-        ...
-
-    @property
-    def policy(self) -> EraPolicy:
-        """The era agreed on."""
-        ...
-
-    async def call(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        tp: type[T],
-        timeout: float | None,
-        on_progress: ProgressCallback | None = None,
-        *,
-        retry: RetryPolicy | None = None,
-        idempotent: bool | None = None,
-        reset: bool | None = None,
-        max_total: float | None = None,
-        rounds: bool = True,
-    ) -> T:
-        """One typed call (see :meth:`~.core.CallCore.call`)."""
         ...
 
     async def discover(self, timeout: float | None = None, retry: RetryPolicy | None = None) -> DiscoverResult:
