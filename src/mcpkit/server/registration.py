@@ -271,12 +271,12 @@ class Registration:
         """
 
         def register(fn: F) -> F:
-            self._add_resource(uri, fn, name, title, description, mime_type, size, meta, scopes, tags, icons)
+            self._register_resource(uri, fn, name, title, description, mime_type, size, meta, scopes, tags, icons)
             return fn
 
         return register
 
-    def _add_resource(
+    def _register_resource(
         self,
         uri: str,
         fn: Callable[..., Any],
@@ -350,7 +350,8 @@ class Registration:
         contents_meta = {"ui": ui_meta} if ui_meta is not None else None
 
         def register(fn: F) -> F:  # a ui:// URI has no placeholders: a resource, never a template
-            self._add_resource(uri, fn, name, title, description, UI_MIME_TYPE, None, listed, scopes, tags, icons, contents_meta)
+            args = (name, title, description, UI_MIME_TYPE, None, listed, scopes, tags, icons, contents_meta)
+            self._register_resource(uri, fn, *args)
             return fn
 
         return register
