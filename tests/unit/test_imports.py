@@ -44,7 +44,8 @@ def test_a_server_program_does_not_import_what_only_some_servers_use() -> None:
     code = (
         "import sys; from mcpkit import Server; "
         "print(sorted(m for m in ('secrets', 'hashlib', 'random', 'urllib.parse', 'mimetypes', 'pathlib',"
-        " 'mcpkit.server.definitions.skills', 'mcpkit.server.transform') if m in sys.modules))"
+        " 'mcpkit.server.definitions.skills', 'mcpkit.server.definitions.skill_folders', 'mcpkit.server.transform')"
+        " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -91,7 +91,7 @@ class SkillCatalog:
         URIs. Raises what :func:`load_directory` and :meth:`add` raise."""
         from pathlib import Path  # here, not at import time: only a server with skills directories needs it
 
-        from .definitions.skills import load_directory
+        from .definitions.skill_folders import load_directory
 
         path = Path(directory)
         defs = load_directory(path, prefix)
@@ -118,7 +118,7 @@ class SkillCatalog:
         """Read every directory of :meth:`add_directory` again and serve what it holds
         now, in place of what it held; the URIs of the skills served from them. Raises
         what :meth:`add_directory` raises, and then nothing changes."""
-        from .definitions.skills import load_directory
+        from .definitions.skill_folders import load_directory
 
         fresh = [d for path, prefix in self.directories for d in load_directory(path, prefix)]
         kept = {uri: d for uri, d in self.skills.items() if d.source is None}

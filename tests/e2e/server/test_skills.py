@@ -723,7 +723,7 @@ def test_skills_of_two_directories_may_not_nest(tmp_path: Path) -> None:
 
 
 async def test_a_nested_skill_shares_one_read_and_a_link_out_of_it_is_in_no_skill(tmp_path: Path) -> None:
-    from mcpkit.server.definitions.skills import load_directory
+    from mcpkit.server.definitions.skill_folders import load_directory
 
     root = tmp_path / "skills"
     write(root / "outer" / "SKILL.md", "---\nname: outer\ndescription: holds another\n---\n")
@@ -759,7 +759,7 @@ def test_a_file_swapped_for_a_link_out_while_the_folder_is_read_is_not_served(
 ) -> None:
     from contextlib import nullcontext
 
-    from mcpkit.server.definitions.skills import load_directory
+    from mcpkit.server.definitions.skill_folders import load_directory
 
     root = tmp_path / "skills"
     write(root / "racy" / "SKILL.md", "---\nname: racy\ndescription: d\n---\n")
@@ -795,7 +795,7 @@ def test_a_file_swapped_for_a_link_out_while_the_folder_is_read_is_not_served(
 
 
 def test_a_folder_name_with_at_does_not_become_userinfo(tmp_path: Path) -> None:
-    from mcpkit.server.definitions.skills import load_directory
+    from mcpkit.server.definitions.skill_folders import load_directory
 
     root = tmp_path / "skills"
     write(root / "a@b" / "demo" / "SKILL.md", "---\nname: demo\ndescription: d\n---\n")
@@ -891,7 +891,7 @@ def test_a_removed_directory_skill_is_served_again_by_the_next_reload(tree: Path
 
 
 def test_a_folder_named_skill_md_makes_no_nested_skill(tmp_path: Path) -> None:
-    from mcpkit.server.definitions.skills import load_directory
+    from mcpkit.server.definitions.skill_folders import load_directory
 
     root = tmp_path / "skills"
     write(root / "outer" / "SKILL.md", "---\nname: outer\ndescription: x\n---\n")

@@ -1,19 +1,17 @@
 """Skills (the ``io.modelcontextprotocol/skills`` extension, docs/skills.md) as the
-server holds them: read from a directory (:func:`load_directory`) or made in code
-(:func:`skill_from_code`), each a :class:`SkillDef` whose files are :class:`SkillFile`
-objects. The catalog that serves them is :mod:`mcpkit.server.skills`.
+server holds them: each a :class:`SkillDef` whose files are :class:`SkillFile` objects,
+made in code (:func:`skill_from_code`) or read from a directory
+(:mod:`.skill_folders`), under the rules both share (names, descriptions, bounds, file
+URIs). The catalog that serves them is :mod:`mcpkit.server.skills`.
 
-A directory is read once, into memory: every file's bytes are kept, and what
-``resources/read`` returns is those bytes (as text when they are UTF-8, else as a blob),
-so that it always hashes to the digest ``skills/list`` published. Reading refuses what
-could leak or surprise: hidden files and folders are skipped, a symbolic link whose
-target lies outside the skill's folder is left out (with a warning in the log), anything
-but a regular file is left out, and a skill over :data:`MAX_RESOURCES_PER_SKILL` files or
-:data:`MAX_SKILL_BYTES` bytes is refused with a ``ValueError``. A file's URI is built
+What ``resources/read`` returns of a file is the bytes its digest was computed from (as
+text when they are UTF-8 of a text type, else as a blob), so that it always hashes to
+the digest ``skills/list`` published; a skill over :data:`MAX_RESOURCES_PER_SKILL` files
+or :data:`MAX_SKILL_BYTES` bytes is refused with a ``ValueError``. A file's URI is built
 from its path, each segment percent-encoded, so a name can never add a separator.
 
 ``SKILL.md`` frontmatter is YAML, parsed with PyYAML (the ``skills`` extra), imported
-only here and only when a directory is read; a skill made in code writes its frontmatter
+only when a directory is read; a skill made in code writes its frontmatter
 itself, as one YAML flow value per key (:func:`render_frontmatter`: what PyYAML reads
 back as the same value), so it needs no YAML library.
 """
@@ -24,9 +22,7 @@ import base64
 import logging
 import math
 import mimetypes
-import os
-import stat
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
@@ -51,7 +47,6 @@ __all__ = [
     "SkillFile",
     "SkillDef",
     "ContentFunction",
-    "load_directory",
     "skill_from_code",
     "parse_frontmatter",
     "render_frontmatter",
@@ -59,6 +54,12 @@ __all__ = [
     "directory_resource",
     "generated",
     "textual",
+    "SEGMENT_SAFE",
+    "check_name",
+    "check_description",
+    "check_bounds",
+    "file_uri",
+    "make_file",
 ]
 
 log = logging.getLogger("mcpkit.server")
@@ -72,7 +73,7 @@ ContentFunction = Callable[[], "str | bytes | Awaitable[str | bytes]"]
 #: The longest frontmatter block read (bytes): a name, a description and some metadata.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 #: Characters kept as they are in a URI path segment (RFC 3986 unreserved and sub-delims).
-_SEGMENT_SAFE: Final = "-._~!$&'()*+,;=@"
+SEGMENT_SAFE: Final = "-._~!$&'()*+,;=@"
 #: A prefix segment: plain URI characters, so the prefix reads the same in every URI.
 _PREFIX_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 #: Media types by extension for the files skills usually hold; others as ``mimetypes`` guesses.
@@ -193,7 +194,7 @@ def check_prefix(prefix: str | None) -> list[str]:
     return segments
 
 
-def _check_name(name: Any, where: str) -> str:
+def check_name(name: Any, where: str) -> str:
     if not isinstance(name, str) or not SKILL_NAME.fullmatch(name):
         raise ValueError(
             f"{where}: the skill name {name!r} is not valid: 1-64 lowercase letters, digits and hyphens,"
@@ -202,7 +203,7 @@ def _check_name(name: Any, where: str) -> str:
     return name
 
 
-def _check_description(description: Any, where: str) -> None:
+def check_description(description: Any, where: str) -> None:
     if not isinstance(description, str) or not description.strip():
         raise ValueError(f"{where}: the frontmatter needs a description (a non-empty string)")
 
@@ -355,12 +356,12 @@ def _mime_of(name: str, data: bytes | None) -> str:
     return "text/plain"
 
 
-def _file_uri(root: str, relpath: str) -> str:
-    return root + "/" + "/".join(quote(seg, safe=_SEGMENT_SAFE) for seg in relpath.split("/"))
+def file_uri(root: str, relpath: str) -> str:
+    return root + "/" + "/".join(quote(seg, safe=SEGMENT_SAFE) for seg in relpath.split("/"))
 
 
-def _make_file(root: str, relpath: str, data: bytes | None, generate: ContentFunction | None, fm: Mapping[str, Any]) -> SkillFile:
-    uri = _file_uri(root, relpath)
+def make_file(root: str, relpath: str, data: bytes | None, generate: ContentFunction | None, fm: Mapping[str, Any]) -> SkillFile:
+    uri = file_uri(root, relpath)
     name = relpath.rsplit("/", 1)[-1]
     mime = _mime_of(name, data)
     if relpath == SKILL_MD:
@@ -376,7 +377,7 @@ def _make_file(root: str, relpath: str, data: bytes | None, generate: ContentFun
     return SkillFile(uri=uri, resource=resource, data=data, generate=generate)
 
 
-def _check_bounds(where: str, count: int, total: int) -> None:
+def check_bounds(where: str, count: int, total: int) -> None:
     if count > MAX_RESOURCES_PER_SKILL:
         raise ValueError(
             f"{where}: the skill has more than {MAX_RESOURCES_PER_SKILL} files (the extension's limit per skill; docs/limits.md)"
@@ -406,8 +407,8 @@ def skill_from_code(
     skill dynamic. Raises ``ValueError`` for a bad name, prefix or path, a missing
     description, frontmatter JSON cannot carry, or a skill over the limits."""
     where = f"skill {name!r}"
-    _check_name(name, where)
-    _check_description(description, where)
+    check_name(name, where)
+    check_description(description, where)
     fm: dict[str, Any] = {"name": name, "description": description}
     for key, value in (frontmatter or {}).items():
         if key in ("name", "description") and value != fm[key]:
@@ -419,9 +420,9 @@ def skill_from_code(
     dynamic = callable(instructions) or any(callable(v) for v in (files or {}).values())
     out: list[SkillFile] = []
     if callable(instructions):
-        out.append(_make_file(root, SKILL_MD, None, _with_frontmatter(head, instructions), fm))
+        out.append(make_file(root, SKILL_MD, None, _with_frontmatter(head, instructions), fm))
     else:
-        out.append(_make_file(root, SKILL_MD, (head + ("\n" + instructions if instructions else "")).encode(), None, fm))
+        out.append(make_file(root, SKILL_MD, (head + ("\n" + instructions if instructions else "")).encode(), None, fm))
     total = 0 if out[0].data is None else len(out[0].data)
     folders = {relpath.rsplit("/", i)[0] for relpath in files or {} for i in range(1, relpath.count("/") + 1)}
     for relpath, value in (files or {}).items():
@@ -429,12 +430,12 @@ def skill_from_code(
         if relpath in folders:
             raise ValueError(f"{where}: {relpath!r} is given as a file and is the folder of another file")
         if callable(value):
-            out.append(_make_file(root, relpath, None, value, fm))
+            out.append(make_file(root, relpath, None, value, fm))
             continue
         data = value.encode() if isinstance(value, str) else bytes(value)
         total += len(data)
-        out.append(_make_file(root, relpath, None if dynamic else data, _constant(data) if dynamic else None, fm))
-    _check_bounds(where, len(out), total)
+        out.append(make_file(root, relpath, None if dynamic else data, _constant(data) if dynamic else None, fm))
+    check_bounds(where, len(out), total)
     return SkillDef(uri=root + "/" + SKILL_MD, root=root, frontmatter=fm, files=out, dynamic=dynamic)
 
 
@@ -482,271 +483,3 @@ async def generated(generate: ContentFunction) -> str | bytes:
 
 
 # --- skills read from a directory ----------------------------------------------------------------
-
-
-def load_directory(directory: str | os.PathLike[str], prefix: str | None = None) -> list[SkillDef]:
-    """Every skill under ``directory``: each folder (at any depth, hidden ones skipped)
-    that holds a ``SKILL.md`` is one, served at ``skill://<prefix>/<its path>``; a skill
-    inside another is also part of the enclosing skill's files. Each file is read once:
-    the folder of a skill that sits inside no other is walked, and a skill nested in it
-    takes the files under its own folder from that one walk. Raises ``ValueError`` for a
-    directory that does not exist or holds a ``SKILL.md`` itself, a skill whose
-    frontmatter is not valid (name not its folder's, no description), or a skill over the
-    limits; ``ImportError`` without PyYAML."""
-    base = Path(os.fspath(directory))  # a new object: one call's skills share it as their origin
-    if not base.is_dir():
-        raise ValueError(f"skills directory {str(base)!r} is not a directory")
-    segments = check_prefix(prefix)
-    if (base / SKILL_MD).is_file():
-        raise ValueError(f"skills directory {str(base)!r} holds a SKILL.md itself: pass the folder that contains the skill")
-    skills: list[SkillDef] = []
-    walked: set[tuple[int, int]] = set()
-    for folder in _skill_folders(base):
-        try:
-            st = folder.stat()
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) in walked:  # inside a skill walked already (reached through a link)
-            continue
-        rel = folder.relative_to(base)
-        root = SCHEME + "/".join(_root_segments([*segments, *rel.parts], bool(segments)))
-        walk = _walk(folder, f"skill {str(folder)!r}")
-        walked |= walk.dirs
-        outer = _load_skill(folder, root, rel.parts[-1], walk.files, "")
-        skills.append(outer)
-        for inner in walk.skills:
-            parts = inner.split("/")
-            inner_root = root + "/" + "/".join(quote(s, safe=_SEGMENT_SAFE) for s in parts)
-            skills.append(_load_skill(folder.joinpath(*parts), inner_root, parts[-1], walk.files, inner + "/", outer.files))
-    for skill in skills:
-        skill.origin = base
-    return sorted(skills, key=lambda d: d.source.parts if d.source is not None else ())
-
-
-def _root_segments(parts: list[str], prefixed: bool) -> list[str]:
-    """The URI segments of a skill's root: each percent-encoded; the first, which a URI
-    reads as its authority, with ``@`` encoded too when it comes from a folder's name (a
-    prefix has none: :func:`check_prefix`), so that no folder reads as userinfo."""
-    out = [quote(s, safe=_SEGMENT_SAFE) for s in parts]
-    if not prefixed and parts:
-        out[0] = quote(parts[0], safe=_SEGMENT_SAFE.replace("@", ""))
-    return out
-
-
-def _skill_folders(base: Path) -> Iterator[Path]:
-    """The folders under ``base`` that hold a ``SKILL.md`` and sit inside no other such
-    folder, in a fixed order: hidden folders, links out of ``base`` and folders reached
-    twice (through a link) skipped. (The skills nested in them are found by :func:`_walk`.)"""
-    real_base = base.resolve()
-    seen: set[Path] = set()
-    stack = [base]
-    while stack:
-        folder = stack.pop()
-        real = _resolved(folder)
-        if real is None or real in seen:
-            continue
-        seen.add(real)
-        if folder != base and (folder / SKILL_MD).is_file():
-            yield folder
-            continue
-        with os.scandir(folder) as entries:
-            listed = sorted(entries, key=lambda e: e.name, reverse=True)  # popped in name order
-        for entry in listed:
-            if entry.name.startswith(".") or not _is_dir(entry):
-                continue
-            path = Path(entry.path)
-            if not _utf8(entry.name):
-                log.warning("skills: %r has a name that is not UTF-8: not served", path)
-                continue
-            if entry.is_symlink():
-                target = _resolved(path)
-                if target is None or not target.is_relative_to(real_base):
-                    log.warning("skills: %s links outside %s: not served", path, base)
-                    continue
-            stack.append(path)
-
-
-def _resolved(path: Path) -> Path | None:
-    """``path`` with every link followed; None for a loop of links."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
-        return None
-
-
-def _utf8(name: str) -> bool:
-    """Whether a file name (as the OS gave it, undecodable bytes escaped) is UTF-8."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=True)
-    except OSError:
-        return False
-
-
-def _load_skill(
-    folder: Path,
-    root: str,
-    dirname: str,
-    found: list[tuple[str, bytes]],
-    under: str,
-    shared: list[SkillFile] | None = None,
-) -> SkillDef:
-    """The skill in ``folder`` from the files one walk read (``found``, relative to the
-    walked folder): those under ``under``. A nested skill (``shared``: the enclosing
-    skill's files) takes the enclosing skill's very objects for its supporting files."""
-    where = f"skill {str(folder)!r}"
-    mine = [(relpath[len(under) :], data) for relpath, data in found if relpath.startswith(under)]
-    skill_md = dict(mine).get(SKILL_MD)
-    if skill_md is None:  # only a link out of the folder or a non-file can be missing
-        raise ValueError(f"{where}: SKILL.md is not a regular file inside the skill's folder")
-    try:
-        text = skill_md.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{where}: SKILL.md is not UTF-8") from None
-    fm = parse_frontmatter(text, where)
-    name = _check_name(fm.get("name"), where)
-    if name != dirname:
-        raise ValueError(f"{where}: the frontmatter name {name!r} must be the skill folder's name {dirname!r}")
-    _check_description(fm.get("description"), where)
-    files = [_make_file(root, SKILL_MD, skill_md, None, fm)]
-    by_uri = {f.uri: f for f in shared or []}
-    for relpath, data in sorted(mine):
-        if relpath != SKILL_MD:
-            uri = _file_uri(root, relpath)
-            files.append(by_uri.get(uri) or _make_file(root, relpath, data, None, fm))
-    return SkillDef(uri=root + "/" + SKILL_MD, root=root, frontmatter=fm, files=files, source=folder)
-
-
-@dataclass
-class _Walk:
-    """What one walk of a skill's folder found: every file (relative path, bytes), the
-    folders of the skills nested in it (relative paths), and the folders walked."""
-
-    files: list[tuple[str, bytes]] = field(default_factory=list)
-    skills: list[str] = field(default_factory=list)
-    dirs: set[tuple[int, int]] = field(default_factory=set)
-    count: int = 0
-    total: int = 0
-
-
-#: How deep a skill's folders are walked (each level holds a directory open).
-_MAX_DEPTH: Final = 64
-_OPEN: Final = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
-
-
-def _walk(folder: Path, where: str) -> _Walk:
-    """Read every file of the skill in ``folder``, and of the skills nested in it, once.
-    Hidden entries and anything but regular files and folders are skipped, and so is a
-    link whose target lies outside the innermost skill holding it (it is then in no
-    skill's files). Entries are opened relative to their folder's descriptor without
-    following links (a link is opened only once its target is found inside the skill,
-    and kept only if what was opened is that target), and each file is checked on its
-    descriptor to be a regular one. Raises ``ValueError`` once the skill is over the
-    limits: before a file larger than what the skill has left is read, and after
-    reading at most one byte past it (a file that grew, or whose size the OS does not
-    tell)."""
-    walk = _Walk()
-    try:
-        fd = os.open(folder, _OPEN)
-    except OSError:
-        raise ValueError(f"{where}: the skill's folder cannot be read") from None
-    try:
-        _walk_dir(walk, fd, folder, "", folder, _resolved(folder) or folder, where, 0)
-    finally:
-        os.close(fd)
-    return walk
-
-
-def _walk_dir(walk: _Walk, dfd: int, path: Path, rel: str, skill_dir: Path, skill_real: Path, where: str, depth: int) -> None:
-    st = os.fstat(dfd)
-    if (st.st_dev, st.st_ino) in walk.dirs:
-        return
-    walk.dirs.add((st.st_dev, st.st_ino))
-    with os.scandir(dfd) as entries:
-        listed = sorted(((e.name, e.is_symlink()) for e in entries), key=lambda e: e[0])
-    if rel and any(name == SKILL_MD for name, _ in listed) and _is_file_at(dfd, SKILL_MD):  # a skill nested in this one
-        walk.skills.append(rel.rstrip("/"))
-        skill_dir, skill_real = path, _resolved(path) or path
-    for name, is_link in listed:
-        if name.startswith("."):
-            continue
-        epath = path / name
-        if not _utf8(name):
-            log.warning("skills: %r has a name that is not UTF-8: not served", epath)
-            continue
-        relpath = f"{rel}{name}"
-        fd = _open_entry(dfd, name, epath, is_link, skill_dir, skill_real)
-        if fd is None:
-            continue
-        try:
-            est = os.fstat(fd)
-            if stat.S_ISDIR(est.st_mode):
-                if depth >= _MAX_DEPTH:
-                    log.warning("skills: %s is more than %d folders deep: not served", epath, _MAX_DEPTH)
-                    continue
-                _walk_dir(walk, fd, epath, relpath + "/", skill_dir, skill_real, where, depth + 1)
-                continue
-            if not stat.S_ISREG(est.st_mode):
-                log.warning("skills: %s is not a regular file: not served", epath)
-                continue
-            walk.count += 1
-            left = MAX_SKILL_BYTES - walk.total
-            _check_bounds(where, walk.count, walk.total + est.st_size)
-            data = _read_at_most(fd, left + 1)
-            walk.total += len(data)
-            _check_bounds(where, walk.count, walk.total)
-            walk.files.append((relpath, data))
-        finally:
-            os.close(fd)
-
-
-def _is_file_at(dfd: int, name: str) -> bool:
-    """Whether ``name`` in the folder open as ``dfd`` is a regular file (links followed)."""
-    try:
-        return stat.S_ISREG(os.stat(name, dir_fd=dfd).st_mode)
-    except OSError:
-        return False
-
-
-def _open_entry(dfd: int, name: str, epath: Path, is_link: bool, skill_dir: Path, skill_real: Path) -> int | None:
-    """A descriptor of the entry ``name`` of the folder open as ``dfd`` (None: not
-    served). A link is followed only to a target inside the skill's folder."""
-    try:
-        if not is_link:
-            return os.open(name, _OPEN | _NOFOLLOW, dir_fd=dfd)  # a link swapped in fails (ELOOP)
-        target = _resolved(epath)
-        if target is None or not target.is_relative_to(skill_real):
-            log.warning("skills: %s links outside its skill's folder %s: not served", epath, skill_dir)
-            return None
-        expected = os.stat(target, follow_symlinks=False)
-        fd = os.open(name, _OPEN, dir_fd=dfd)
-        got = os.fstat(fd)
-        if (got.st_dev, got.st_ino) != (expected.st_dev, expected.st_ino):  # the link changed meanwhile
-            os.close(fd)
-            log.warning("skills: %s changed while it was read: not served", epath)
-            return None
-        return fd
-    except OSError:
-        log.warning("skills: %s cannot be read: not served", epath)
-        return None
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    """At most ``limit`` bytes of the file open as ``fd`` (fewer at its end)."""
-    chunks: list[bytes] = []
-    got = 0
-    while got < limit:
-        chunk = os.read(fd, min(limit - got, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
