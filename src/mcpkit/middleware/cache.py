@@ -67,7 +67,8 @@ class ResponseCache:
     The cache forgets a list's answers when ``server`` announces that list changed
     (``tools``: its listing and its tools' calls; ``resources``: the listings and every
     read), and a resource's reads when it announces the resource updated — on this
-    process or, through a shared bus, another. A read still running when such a change
+    process or, through a shared bus, another; a change made on this process is
+    forgotten when it is made, so the request that follows it is not answered stale. A read still running when such a change
     is announced is not kept. ``close()`` stops listening.
 
     A hit returns the cached result without running what comes after this middleware
@@ -104,7 +105,7 @@ class ResponseCache:
         self._clock = clock
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
         self._generation = 0  # bumped by every change: what was read before it is not kept
-        self.close = server.on_change(self._changed)
+        self.close = server.on_change(self._changed, at_once=True)
 
     def __len__(self) -> int:
         return len(self._entries)

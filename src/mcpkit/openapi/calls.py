@@ -20,7 +20,7 @@ import httpx
 from .arguments import Arguments
 from .operations import Operation
 
-__all__ = ["Retries", "ResponseTooLarge", "build_request", "send"]
+__all__ = ["Retries", "ResponseTooLarge", "BadPathValue", "build_request", "send"]
 
 #: Methods that may be sent twice: an answer lost on the way does no harm when repeated.
 IDEMPOTENT: Final = frozenset({"get", "head", "options", "put", "delete", "trace"})
@@ -60,6 +60,12 @@ class ResponseTooLarge(Exception):
     """The API answered with more bytes than the server takes (``max_response_bytes``)."""
 
 
+class BadPathValue(ValueError):
+    """A path parameter's value that would not stay one segment of the operation's path:
+    empty, ``.`` or ``..`` (a client normalizes ``/items/..`` to ``/``, so the call
+    would reach another operation)."""
+
+
 def _retry_after(value: str) -> float | None:
     if value.strip().isdigit():
         return float(value.strip())
@@ -72,11 +78,15 @@ def _retry_after(value: str) -> float | None:
 
 def build_request(client: httpx.AsyncClient, op: Operation, args: Arguments, arguments: Mapping[str, Any]) -> httpx.Request:
     """The request for one call of ``op`` with ``arguments`` (validated against
-    ``args.schema``)."""
+    ``args.schema``). Raises :class:`BadPathValue` for a path parameter that is empty,
+    ``.`` or ``..``."""
     parts = args.split(arguments)
     path = op.path
     for name, value in parts.path.items():
-        path = path.replace("{" + name + "}", quote(_text(value), safe=""))
+        segment = quote(_text(value), safe="")
+        if segment in ("", ".", ".."):
+            raise BadPathValue(f"the path parameter {name!r} cannot be {_text(value)!r}: it must name one path segment")
+        path = path.replace("{" + name + "}", segment)
     explode = {p.name: p.explode for p in op.parameters if p.location == "query"}
     query: list[tuple[str, str | int | float | bool | None]] = []
     for name, value in parts.query.items():

@@ -18,12 +18,12 @@ from urllib.parse import quote
 
 import httpx
 
-from ..protocol.errors import ToolError
+from ..protocol.errors import INVALID_PARAMS, McpError, ToolError
 from ..protocol.types import CallToolResult, ToolAnnotations
 from ..server.lifespan import Lifespan
 from ..server.server import Server
 from .arguments import Arguments, arguments_for
-from .calls import ResponseTooLarge, Retries, build_request, send
+from .calls import BadPathValue, ResponseTooLarge, Retries, build_request, send
 from .document import Document, OpenAPIError, load_document
 from .names import Names, base_name
 from .operations import Operation, operations
@@ -160,7 +160,10 @@ class OpenAPIServer(Server):
         output = _output_schema(self.document, op) if output_schemas else None
 
         async def call(arguments: dict[str, Any]) -> CallToolResult:
-            response, body = await self._call(op, args, arguments)
+            try:
+                response, body = await self._call(op, args, arguments)
+            except BadPathValue as exc:
+                raise ToolError(f"{_where(op)}: {exc}") from exc
             return tool_result(
                 response, body, method=op.method, path=op.path, structured=output is not None, excerpt=self._excerpt
             )
@@ -187,7 +190,10 @@ class OpenAPIServer(Server):
         mime = op.success.media_type if op.success is not None else None
 
         async def read(**values: str) -> Any:
-            response, body = await self._call(op, args, values)
+            try:
+                response, body = await self._call(op, args, values)
+            except BadPathValue as exc:
+                raise McpError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
             return resource_contents(
                 response, body, uri=_expand(uri, values), method=op.method, path=op.path, excerpt=self._excerpt
             )
@@ -197,7 +203,8 @@ class OpenAPIServer(Server):
     # --- calling --------------------------------------------------------------------------
 
     async def _call(self, op: Operation, args: Arguments, arguments: Mapping[str, Any]) -> tuple[httpx.Response, bytes]:
-        """One call of ``op``. Raises :class:`ToolError` when the API could not be reached
+        """One call of ``op``. Raises :class:`BadPathValue` for a path parameter that
+        would not stay one segment, :class:`ToolError` when the API could not be reached
         or answered too much; cancellation cancels the request."""
         client = self._client
         if client is None:

@@ -30,12 +30,12 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
-from ..stores.bus import Change, SubscriptionBus
+from ..stores.bus import Change, ChangeKind, SubscriptionBus
 
 __all__ = ["ChangeHub", "Subscriber", "LIST_METHODS", "notice"]
 
@@ -178,6 +178,7 @@ class ChangeHub:
         self._loop: asyncio.AbstractEventLoop | None = None  # where the server serves (last seen)
         self._listens = 0
         self._listens_of: dict[str, int] = {}  # open listens per authorized principal
+        self._at_once: list[Callable[[Change], None]] = []  # told of this process's changes as they are made
 
     def __len__(self) -> int:
         return len(self._subscribers)
@@ -192,22 +193,45 @@ class ChangeHub:
     def list_changed(self, kind: str) -> None:
         """A list (``tools``, ``prompts``, ``resources``) changed: published on the bus
         for every node's subscribers, this one's included, whether or not it has any.
-        Changes within :data:`COALESCE_WINDOW` of the first send one notice per list.
+        Changes within :data:`COALESCE_WINDOW` of the first send one notice per list;
+        the listeners of :meth:`watch` hear each change at once, on the serving loop.
         Safe to call from a worker thread (a plain ``def`` handler): the change goes to
         the loop the server serves on. Before the server serves anything (registrations
         while it is set up) there is nobody to tell: nothing is sent."""
         known = self._loop
-        if known is None:
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a worker thread (a plain def handler)
-            if not known.is_closed():
+            if known is not None and not known.is_closed():
                 known.call_soon_threadsafe(self.list_changed, kind)
+                return
+            loop = None
+        self._tell(Change(cast(ChangeKind, kind)))
+        if known is None or loop is None:
             return
         if not self._coalescing:
             loop.call_later(COALESCE_WINDOW, self._flush)
         self._coalescing.add(kind)
+
+    def watch(self, listener: Callable[[Change], None]) -> Callable[[], None]:
+        """Call ``listener(change)`` for each list change and resource update made on
+        this process, when it is made (before the coalesced notice goes out, and before
+        the bus delivers it); on the serving loop, or where the change is made before
+        serving starts. What it raises is logged. Returns what stops it (idempotent)."""
+        self._at_once.append(listener)
+
+        def stop() -> None:
+            if listener in self._at_once:
+                self._at_once.remove(listener)
+
+        return stop
+
+    def _tell(self, change: Change) -> None:
+        for listener in tuple(self._at_once):
+            try:
+                listener(change)
+            except Exception:
+                log.exception("a change listener failed")
 
     def _flush(self) -> None:
         kinds, self._coalescing = self._coalescing, set()
@@ -221,8 +245,16 @@ class ChangeHub:
         self._publish(Change("task", task_id, state))
 
     def resource_updated(self, uri: str) -> None:
-        """Resource ``uri`` changed: its subscribers are told, in order. Safe to call
-        from a worker thread."""
+        """Resource ``uri`` changed: its subscribers are told, in order, and the
+        listeners of :meth:`watch` at once. Safe to call from a worker thread."""
+        known = self._loop
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if known is not None and not known.is_closed():
+                known.call_soon_threadsafe(self.resource_updated, uri)
+                return
+        self._tell(Change("resource", uri))
         self._publish(Change("resource", uri))
 
     def _publish(self, change: Change) -> None:

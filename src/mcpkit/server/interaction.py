@@ -101,9 +101,10 @@ class ReplayAsker:
     """Modern era: answers from the sealed state and this round's responses; a
     question without one is recorded and ends the run (:class:`InputRequired`).
 
-    Each recorded answer is kept with a digest of its question, so a handler that asks
-    something else under the same key on a later run is asked again, not answered
-    with a stale reply.
+    Each recorded answer is kept with a digest of its question, and so is each question
+    left open, so a handler that asks something else under the same key on a later run
+    is asked again, not answered with a stale reply — nor with the reply the client gave
+    to the question it was asked before.
     """
 
     def __init__(
@@ -155,10 +156,11 @@ class ReplayAsker:
         recorded = self._recorded.get(key)
         if isinstance(recorded, list) and len(recorded) == 2 and recorded[0] == qid:
             answer = recorded[1]
-        elif key in self._responses:
-            answer = self._responses[key]
+        elif key in self._responses and not (isinstance(recorded, list) and len(recorded) == 1 and recorded[0] != qid):
+            answer = self._responses[key]  # the answer to this question (the state says it was asked)
         else:
             self.pending[key] = InputRequest(method=method, params=params)
+            self._answers[key] = [qid]  # asked: this round's answer under the key must be to it
             raise InputRequired
         typed = decode_answer(method, answer, f"inputResponses.{flatten_text(key, 64)}")
         self._answers[key] = [qid, answer]

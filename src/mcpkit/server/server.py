@@ -312,7 +312,7 @@ class Server(Registration):
         found = self._registry.describe("tool", name)
         return found[1] if found is not None and isinstance(found[1], Tool) else None
 
-    def on_change(self, listener: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+    def on_change(self, listener: Callable[[str, dict[str, Any]], None], *, at_once: bool = False) -> Callable[[], None]:
         """Call ``listener(method, params)`` with the notification of every change this
         server announces, made on this process or (through the subscription bus)
         another: a list changed (``notifications/tools/list_changed``, ``…/prompts/…``,
@@ -321,12 +321,27 @@ class Server(Registration):
         (``notifications/tasks``). Returns what stops it. The listener is called where
         the bus delivers (the event loop, for the in-memory bus) and must not block;
         what it raises is logged and stops nothing. Changes made before the server
-        serves anything are not announced (docs/subscriptions.md)."""
+        serves anything are not announced (docs/subscriptions.md).
+
+        With ``at_once``, the list changes and resource updates made on this process are
+        also heard when they are made — before the coalesced notice goes out, so that
+        a request that follows the change sees it (a cache, say) — and then heard again
+        as announced."""
+        hub = self._registry.hub
 
         def deliver(change: Change) -> None:
             listener(*notice(change))
 
-        return self._registry.hub.bus.subscribe(deliver)
+        stop_bus = hub.bus.subscribe(deliver)
+        if not at_once:
+            return stop_bus
+        stop_now = hub.watch(deliver)
+
+        def stop() -> None:
+            stop_now()
+            stop_bus()
+
+        return stop
 
     def connect(self, session: Session, outbound: Outbound) -> Callable[[], Awaitable[None]]:
         """A transport's legacy connection can carry server-initiated messages through

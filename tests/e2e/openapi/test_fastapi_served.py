@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from mcpkit import Client, HttpTransport, StdioTransport, TextContent
+from mcpkit import INVALID_PARAMS, Client, HttpTransport, McpError, StdioTransport, TextContent
 from support.ports import free_port
 from support.processes import listening, server_command
 
@@ -122,3 +122,20 @@ async def test_a_file_as_image_and_as_resource(client: Client) -> None:
     assert contents.blob is not None
     assert base64.b64decode(contents.blob).startswith(b"\x89PNG")
     assert contents.uri == "api://files/logo"
+
+
+@pytest.mark.parametrize("value", ["..", ".", ""])
+async def test_a_path_parameter_cannot_leave_its_segment(client: Client, value: str) -> None:
+    """GET /flaky/.. would be sent as GET / (the client normalizes dot segments), and
+    GET /flaky/ is another route: such a value is refused before any request, a tool error
+    for a tool and -32602 for a resource read."""
+    refused = await client.call_tool("flaky", {"key": value})
+    assert refused.is_error
+    assert refused.content == [
+        TextContent(text=f"GET /flaky/{{key}}: the path parameter 'key' cannot be {value!r}: it must name one path segment")
+    ]
+    if value:
+        with pytest.raises(McpError) as caught:
+            await client.read_resource(f"api://files/{value}")
+        assert caught.value.code == INVALID_PARAMS
+        assert "the path parameter 'name' cannot be" in caught.value.message

@@ -82,6 +82,52 @@ async def test_announced_changes_make_the_cache_forget(kind: str, era: str, guar
         assert text(await client.call_tool("counter")) == "2"  # the tools' answers were forgotten too
 
 
+@pytest.mark.parametrize("kind", [MEMORY, HTTP])
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_change_made_by_a_handler_is_seen_by_the_very_next_request(kind: str, era: str, connect: Any) -> None:
+    """The notice of a list change is coalesced (sent a moment later); the cache must not
+    answer the request that follows the change from what it kept before it."""
+    server = Server("growing")
+    server.use(ResponseCache(server, ttl=600))
+    version = {"v": 1}
+
+    @server.tool
+    def grow(name: str) -> str:  # a plain def: the change is made on a worker thread
+        server.tool(name)(lambda: name)
+        return "grown"
+
+    @server.tool
+    async def swap() -> str:
+        server.remove_prompt("motto")
+        server.prompt("motto")(lambda: "the new motto")
+        return "swapped"
+
+    @server.tool
+    async def bump() -> str:
+        version["v"] += 1
+        await server.notify_resource_updated("data://version")
+        return "bumped"
+
+    @server.prompt("motto")
+    def motto() -> str:
+        return "the old motto"
+
+    @server.resource("data://version")
+    def current() -> str:
+        return f"v{version['v']}"
+
+    async with connect(kind, era, server) as client:
+        assert len((await client.list_tools()).tools) == 3
+        await client.call_tool("grow", {"name": "extra"})
+        assert "extra" in [t.name for t in (await client.list_tools()).tools]
+        assert (await client.get_prompt("motto")).messages[0].content.text == "the old motto"
+        await client.call_tool("swap")
+        assert (await client.get_prompt("motto")).messages[0].content.text == "the new motto"
+        assert read_text(await client.read_resource("data://version")) == "v1"
+        await client.call_tool("bump")
+        assert read_text(await client.read_resource("data://version")) == "v2"
+
+
 async def test_the_cache_is_bounded_in_entries() -> None:
     server = Server("bounded")
     cache = ResponseCache(server, max_entries=2, methods=["resources/read"])

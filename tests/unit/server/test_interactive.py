@@ -597,6 +597,51 @@ async def test_input_rounds_are_bounded() -> None:
     assert calls == 4
 
 
+@pytest.mark.parametrize("kind", [MEMORY, HTTP])
+async def test_a_question_whose_text_changes_between_runs_is_never_answered(kind: str) -> None:
+    """docs/interactive.md: a question must be the same on every run for its answer to
+    be returned; one whose text changes is asked again each round — the answer the client
+    gave to the previous round's text is not taken for it — until the client gives up
+    after max_input_rounds. The same question asked twice in a row is answered."""
+    server = Server("shifting")
+    runs = {"shifting": 0}
+    schema = {"type": "object", "properties": {"v": {"type": "string"}}}
+
+    @server.tool
+    async def shifting(ctx: Context) -> str:
+        runs["shifting"] += 1
+        answer = await ctx.elicit(f"question #{runs['shifting']}?", schema)
+        return f"answered {answer.content}"
+
+    @server.tool
+    async def steady(ctx: Context) -> str:
+        answer = await ctx.elicit("the same question?", schema)
+        return f"answered {answer.content}"
+
+    asked: list[str] = []
+
+    def on_elicit(request: ElicitRequestParams) -> ElicitResult:
+        asked.append(request.message)
+        return ElicitResult(action="accept", content={"v": request.message})
+
+    async def check(client: Client) -> None:
+        assert text_of(await client.call_tool("steady")) == "answered {'v': 'the same question?'}"
+        with pytest.raises(McpError) as caught:
+            await client.call_tool("shifting")
+        assert caught.value.local
+        assert "more than 8 times" in caught.value.message
+        assert asked[1:] == [f"question #{n}?" for n in range(1, 10)]  # each text asked once, none answered
+
+    opts = ClientOptions(protocol_version=MODERN, on_elicit=on_elicit, request_timeout=10)
+    if kind == "memory":
+        async with Client(server, opts) as client:
+            await check(client)
+        return
+    with serve_in_thread(server.asgi_app()) as port:
+        async with Client(HttpTransport(f"http://127.0.0.1:{port}/mcp"), opts) as client:
+            await check(client)
+
+
 async def test_modern_retry_echoes_state_under_a_fresh_id_and_carries_nothing_else() -> None:
     seen: list[tuple[Any, dict[str, Any]]] = []
     server = Server("spy")

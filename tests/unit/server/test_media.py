@@ -22,6 +22,7 @@ from mcpkit import (
     HttpTransport,
     Image,
     ImageContent,
+    ResourceContents,
     Server,
     TextContent,
 )
@@ -104,6 +105,10 @@ def media_server(folder: pathlib.Path) -> Server:
     def file_resource(stem: str) -> File:
         return File(path=folder / f"{stem}.json")
 
+    @server.resource("media://bundle")
+    def bundle() -> list[Any]:
+        return [File(path=folder / "data.json"), AudioMedia(WAV), ResourceContents(uri="media://bundle", text="note")]
+
     @server.prompt
     def describe() -> list[Any]:
         return ["Describe this picture:", Image(PNG)]
@@ -150,6 +155,11 @@ async def test_media_as_results_contents_and_messages(tmp_path: pathlib.Path, ki
         assert (picture.uri, picture.mime_type, picture.blob, picture.text) == ("media://picture", "image/png", png64, None)
         (data,) = (await client.read_resource("media://file/data")).contents
         assert (data.uri, data.mime_type, data.text) == ("media://file/data", "application/json", '{"a": 1}')
+        assert (await client.read_resource("media://bundle")).contents == [
+            ResourceContents(uri="media://bundle", mime_type="application/json", text='{"a": 1}'),
+            ResourceContents(uri="media://bundle", mime_type="audio/wav", blob=wav64),
+            ResourceContents(uri="media://bundle", text="note"),
+        ]
         messages = (await client.get_prompt("describe")).messages
         assert [m.content for m in messages] == [
             TextContent(text="Describe this picture:"),

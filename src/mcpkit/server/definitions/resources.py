@@ -126,13 +126,13 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[ResourceCon
     """What a resource handler returned, as resource contents: ``str`` is text,
     ``bytes`` a base64 blob, :class:`ResourceContents` pass through, anything else is
     JSON text; an :mod:`..media` value is its bytes under its own media type (text for a
-    text file)."""
+    text file), and so is each of a list of them (contents among them pass through)."""
     if isinstance(value, ResourceContents):
         return [value]
     if isinstance(value, Media):
         return [value.to_resource_contents(uri)]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, ResourceContents) for v in value):
-        return list(value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (ResourceContents, Media)) for v in value):
+        return [v.to_resource_contents(uri) if isinstance(v, Media) else v for v in value]
     if isinstance(value, str):
         return [ResourceContents(uri=uri, mime_type=mime_type or "text/plain", text=value)]
     if isinstance(value, (bytes, bytearray, memoryview)):
