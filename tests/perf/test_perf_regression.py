@@ -1,11 +1,13 @@
 """The performance regression check: mcpkit stays well ahead of the official SDK (``mcp``
-2.3.0, from the test extra) on stdio echo, HTTP echo and ``tools/list`` of 500 tools.
+2.3.0, from the test extra) on stdio echo (1 and 32 in flight), HTTP echo and ``tools/list``
+of 500 tools, and within reach of the stdio floor on a tool that raises (the official SDK
+renders each exception's traceback with rich here, ~1 s a call: no reference for that path).
 
 It runs ``benchmarks/perf/run.py check`` (docs/performance.md): both servers side by side, short
 bursts of load alternating between them, ratios of requests/s held to floors set far below
 what a quiet machine shows, so that a loaded machine does not fail it; a check below its
-floor is run once more before it fails. Every answer is checked. It takes about 30 s on
-two quiet cores, under a minute on a loaded one.
+floor is run once more before it fails. Every answer is checked. It takes about 50 s on
+two quiet cores, about two minutes on a loaded one.
 """
 
 from __future__ import annotations
@@ -19,16 +21,16 @@ import pytest
 
 from support.paths import ROOT
 
-pytestmark = pytest.mark.timeout(300)  # about 30 s on two quiet cores, under a minute on a loaded one
+pytestmark = pytest.mark.timeout(400)  # about 50 s on two quiet cores, about two minutes on a loaded one
 
 #: The floors the check holds mcpkit to (benchmarks/perf/mcpbench/check.py), by check id.
-FLOORS = {"stdio_echo_c1": 3.0, "http_echo_c16": 1.5, "stdio_list500": 8.0}
+FLOORS = {"stdio_echo_c1": 3.0, "stdio_echo_c32": 10.0, "stdio_error": 0.2, "http_echo_c16": 1.5, "stdio_list500": 8.0}
 
 
 def test_mcpkit_stays_ahead_of_the_official_sdk(tmp_path: Path) -> None:
     report = tmp_path / "check.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "perf" / "run.py"), "check", "--json", str(report)]
-    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=280, check=False)
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=380, check=False)
     summary = proc.stderr.strip()
     assert report.exists(), f"the check did not finish (exit {proc.returncode}):\n{summary}"
     checks = {c["id"]: c for c in json.loads(report.read_text())["checks"]}

@@ -8,10 +8,13 @@ For each server (started with ``--scale``: sessions kept, the session and connec
    each, over a pool of connections): memory per session is the RSS it added;
 3. load it with echo on 32 connections, each request on the next of those sessions in
    turn (every session answers at least once): requests/s, p50, p99;
+3a. the live calls among them: ``--live`` connections (4 unless told), each request on
+   the next session in turn, while every other session stays idle: p50 and p99 of a call
+   that is not queued behind 31 others (the figure a held session's user sees);
 4. open ``--streams`` more sessions and a ``GET`` SSE stream on each, every stream on a
    connection of its own, left idle: memory per stream is the RSS the streams added;
 5. load it again with 32 connections while the streams are open, and check that every
-   stream is still open afterwards.
+   stream is still open afterwards (``--streams 0`` leaves 4 and 5 out).
 
 It ends with stdio echo at 32 in flight (latency p50 and p99), mcpkit and the official SDK.
 """
@@ -28,7 +31,7 @@ from typing import Any
 
 from .http import Call, HttpPeer, Session
 from .load import _IDS, Settings, Tally, measure, phase
-from .procs import BenchError, free_port, raise_fd_limit, rss_mb, spawn_http, stop
+from .procs import BenchError, free_port, memory_kb, raise_fd_limit, rss_mb, spawn_http, stop
 from .servers import Interpreters, Server, log, server
 from .wire import Echo
 from .workloads import BY_ID
@@ -40,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sessions", type=int, default=1000, help="concurrent legacy sessions")
     p.add_argument("--streams", type=int, default=10_000, help="idle SSE streams (each on a session of its own)")
     p.add_argument("--servers", default="mcpkit,mcp", help="comma-separated: mcpkit, mcp, fastmcp")
+    p.add_argument("--live", type=int, default=4, help="connections of the live-call phase among the sessions")
     p.add_argument("--seconds", type=float, default=3.0, help="measured seconds of each load phase")
     p.add_argument("--json", type=Path, help="write the figures here")
 
@@ -113,7 +117,14 @@ async def scale_one(spec: Server, args: argparse.Namespace) -> dict[str, Any]:
         cycle = itertools.cycle(sessions)
         tally = await phase([(rotating(p, cycle), b"") for p in pool], ECHO, args.seconds, min_ops=len(sessions))
         out["sessions"]["load_c32"] = load_summary(tally)
+        tally = await phase([(rotating(p, cycle), b"") for p in pool[: args.live]], ECHO, args.seconds)
+        out["sessions"]["live"] = load_summary(tally)
+        out["sessions"]["rss_after_mb"] = await settle(proc.pid)
+        out["sessions"]["peak_rss_mb"] = round(memory_kb(proc.pid).get("VmHWM", 0) / 1024, 1)
         log(f"  {spec.name}: {out['sessions']}")
+        if not args.streams:
+            out["valid"] = out["sessions"]["load_c32"]["valid"] and out["sessions"]["live"]["valid"]
+            return out
 
         t0 = time.perf_counter()
         hosts = await open_sessions(pool, args.streams)
@@ -132,7 +143,9 @@ async def scale_one(spec: Server, args: argparse.Namespace) -> dict[str, Any]:
             "load_c32": load_summary(tally),
         }
         log(f"  {spec.name}: {out['streams']}")
-        out["valid"] = alive == len(streams) and out["sessions"]["load_c32"]["valid"] and out["streams"]["load_c32"]["valid"]
+        out["valid"] = alive == len(streams) and all(
+            f["valid"] for f in (out["sessions"]["load_c32"], out["sessions"]["live"], out["streams"]["load_c32"])
+        )
     except (BenchError, OSError) as exc:
         out.update(valid=False, error=f"{type(exc).__name__}: {exc}")
         log(f"  {spec.name}: {out['error']}")
@@ -147,9 +160,9 @@ async def main(args: argparse.Namespace, interpreters: Interpreters) -> int:
     limit = raise_fd_limit()
     if limit < args.streams + 200:
         raise SystemExit(f"--streams {args.streams} needs more descriptors than the limit of {limit} allows")
-    figures: dict[str, Any] = {"http": [], "stdio_c32": []}
+    figures: dict[str, Any] = {"http": [], "stdio_c32": [], "live": args.live}
     for name in args.servers.split(","):
-        log(f"== {name}: {args.sessions} sessions, then {args.streams} idle SSE streams")
+        log(f"== {name}: {args.sessions} sessions ({args.live} live), then {args.streams} idle SSE streams")
         figures["http"].append(await scale_one(server(name, interpreters, ("--scale",)), args))
     settings = Settings(seconds=args.seconds)
     for name in args.servers.split(","):
@@ -164,20 +177,28 @@ async def main(args: argparse.Namespace, interpreters: Interpreters) -> int:
 
 def markdown(figures: dict[str, Any]) -> str:
     lines = [
-        "| server | sessions | KB per session | echo, 32 connections over the sessions: req/s, p50 ms, p99 ms "
+        "| server | sessions | KB per session | RSS MB | echo, 32 connections over the sessions: req/s, p50 ms, p99 ms "
+        f"| live calls ({figures['live']} connections over the sessions): req/s, p50 ms, p99 ms "
         "| idle SSE streams (still open after load) | KB per stream (per session at 11,000) "
         "| echo, 32 connections, with the streams: req/s, p50 ms, p99 ms |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for f in figures["http"]:
         if "error" in f:
-            lines.append(f"| {f['server']} | failed: {f['error']} | | | | | |")
+            lines.append(f"| {f['server']} | failed: {f['error']} | | | | | | | |")
             continue
-        s, t = f["sessions"], f["streams"]
-        a, b = s["load_c32"], t["load_c32"]
+        s, t = f["sessions"], f.get("streams")
+        a, live = s["load_c32"], s["live"]
+        row = (
+            f"| {f['server']} | {s['count']:,} | {s['kb_each']} | {s['rss_after_mb']:,.0f} | "
+            f"{a['rps']:,.0f}, {a['p50_ms']}, {a['p99_ms']} | {live['rps']:,.0f}, {live['p50_ms']}, {live['p99_ms']} | "
+        )
+        if t is None:
+            lines.append(row + "none | | |")
+            continue
+        b = t["load_c32"]
         lines.append(
-            f"| {f['server']} | {s['count']:,} | {s['kb_each']} | {a['rps']:,.0f}, {a['p50_ms']}, {a['p99_ms']} | "
-            f"{t['count']:,} ({t['still_open_after_load']:,}) | {t['kb_each']} ({t['kb_each_session']}) | "
+            row + f"{t['count']:,} ({t['still_open_after_load']:,}) | {t['kb_each']} ({t['kb_each_session']}) | "
             f"{b['rps']:,.0f}, {b['p50_ms']}, {b['p99_ms']} |"
         )
     lines += ["", "| stdio echo, 32 in flight | req/s | p50 ms | p99 ms |", "| --- | --- | --- | --- |"]

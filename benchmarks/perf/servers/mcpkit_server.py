@@ -51,8 +51,8 @@ def main() -> None:
     if args.http is None:
         server.run()
         return
-    if args.scale or args.listen:  # 10,000 sessions (1,000 listens), each with its GET stream, and the connections they hold
-        server.run("http", host="127.0.0.1", port=args.http, uvicorn_options={"max_connections": 50_000}, max_sessions=50_000)
+    if args.scale or args.listen:  # up to 100,000 sessions (10,000 with a GET stream, 1,000 listens) and their connections
+        server.run("http", host="127.0.0.1", port=args.http, uvicorn_options={"max_connections": 50_000}, max_sessions=200_000)
     else:
         server.run("http", host="127.0.0.1", port=args.http)
 
