@@ -34,17 +34,18 @@ class ErrorMapping:
 
     A tool's exception is already an ``isError`` result when middleware sees it
     (docs/errors.md); this one looks the exception up with
-    :meth:`Context.tool_exception <mcpkit.Context.tool_exception>` and applies its rules
-    as to a raised one: a code answers the call with that JSON-RPC error instead, a
-    ``"tool"`` rule with an ``isError`` result of its own text (masked or not, whatever
-    the server's ``mask_tool_errors`` says), a function with what it returns. So it does
-    for the tools of mounted servers and the wrappers of transformed tools. A result no
-    rule matches stays as the server made it. A tool's ``ToolError`` (text the tool chose
-    for the model) is matched only by a rule keyed by ``ToolError`` or a subclass of it,
-    never by a broader one such as ``Exception``. What this does not see as a tool's
-    exception: a time limit reached (the tool raised nothing), an ``isError`` result a
-    tool returned, a proxied server's, one a middleware inside this one made, and the
-    failure of a tool that became a task (reported later, through ``tasks/result``).
+    :meth:`~mcpkit.Context.tool_exception` and applies its rules as to a raised one: a
+    code answers the call with that JSON-RPC error instead, a ``"tool"`` rule with an
+    ``isError`` result of its own text, a function with what it returns — the text
+    this mapping's (its ``mask``, ``max_text``), whatever the server's
+    ``mask_tool_errors`` says. So it does for the tools of mounted servers (the
+    parent's mapping included) and the wrappers of transformed tools. A result no rule
+    matches stays as the server made it. A tool's ``ToolError`` (text the tool chose for
+    the model) is matched only by a rule keyed by ``ToolError`` or a subclass of it,
+    never by a broader one such as ``Exception``. Not a tool's exception, and left
+    alone: a time limit reached (the tool raised nothing), an ``isError`` result a tool
+    returned, a proxied server's, one a middleware inside this one made, and the failure
+    of a tool that became a task (reported later, through ``tasks/result``).
 
     A ``"tool"`` rule for what is raised around a ``tools/call`` (a rate limit, say,
     that the model should read rather than the client) answers an ``isError`` result;

@@ -5,9 +5,11 @@ limit, its failures as ``isError`` results, and what it returns as a
 as a tool is :mod:`.tools`'s work; the ``tools/*`` requests are
 :mod:`mcpkit.server.features.tools`.
 
-Exceptions from a tool become ``isError`` results (the model can react), except
-:class:`McpError` and exceptions carrying an HTTP status, which are protocol answers
-chosen on purpose and propagate to the dispatcher.
+Exceptions from a tool become ``isError`` results (the model can react), each noted on
+the request's Context as the exception behind it (for middleware that maps it:
+:meth:`~mcpkit.server.context.Context.tool_exception`), except :class:`McpError` and
+exceptions carrying an HTTP status, which are protocol answers chosen on purpose and
+propagate to the dispatcher.
 """
 
 from __future__ import annotations
