@@ -281,3 +281,25 @@ async def test_a_tools_ToolError_is_matched_only_by_rules_for_ToolError(era: str
         with pytest.raises(McpError) as caught:
             await client.call_tool("chosen", meta={"refuse": True})
         assert (caught.value.code, caught.value.message) == (-32050, "raised by middleware")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_task_tools_exception_is_mapped_until_the_call_is_a_task(era: str) -> None:
+    server = Server("tasks")
+    server.use(ErrorMapping({PermissionError: -32001}))
+
+    @server.tool(task="deferred")
+    async def early() -> str:  # fails before it could become a task: the call's own answer
+        raise PermissionError("not allowed")
+
+    @server.tool(task=True)
+    async def tasked() -> str:  # a task for a client of the extension: its failure comes later
+        raise PermissionError("not allowed either")
+
+    async with Client(server, ClientOptions(protocol_version=era)) as client:
+        assert (await error_of(client, "early")).code == -32001
+        if era == MODERN:  # the client waits for the task: tasks/result reports the isError result
+            result = await client.call_tool("tasked")
+            assert (result.is_error, texts(result)) == (True, ["not allowed either"])
+        else:  # no tasks extension in 2025-11-25: a plain call
+            assert (await error_of(client, "tasked")).code == -32001
