@@ -96,7 +96,8 @@ class Call:
     (the bytes of the request's params: what a task holds while its handler runs), and
     ``failure``: the ``isError`` result a tool's exception became and that exception
     (:func:`note_tool_failure`) — left unset until a tool fails, so that a call that
-    succeeds pays nothing for it (read it with ``getattr(call, "failure", None)``).
+    succeeds pays nothing for it until it is answered (read it with ``getattr(call,
+    "failure", None)``; :meth:`finish` lets it go).
 
     A call is an :class:`~mcpkit.runtime.outbound.Outbound` of its own: its
     notifications go to ``outbound`` until it is over, then nowhere.
@@ -104,7 +105,7 @@ class Call:
 
     __slots__ = ("asker", "done", "failure", "outbound", "params_size", "policy", "session", "task", "tasked")
 
-    failure: tuple[Any, BaseException]
+    failure: tuple[Any, BaseException] | None
 
     def __init__(self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy, *, params_size: int = 0) -> None:
         self.session = session
@@ -137,7 +138,10 @@ class Call:
 
     def finish(self) -> None:
         """The request has been answered (or has failed, or was cancelled): nothing more
-        goes out — unless the call became a task, which goes on until :meth:`end_task`."""
+        goes out — unless the call became a task, which goes on until :meth:`end_task`.
+        A tool's exception noted on the call is let go: its traceback holds the frames that
+        hold this call, a cycle the garbage collector would otherwise have to find."""
+        self.failure = None
         if not self.tasked:
             self.done = True
 
