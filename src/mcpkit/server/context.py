@@ -60,7 +60,7 @@ from ..runtime.peer import check_timeout
 from .interaction import Asker, ReplayAsker, content_converter, elicitation_schema, invalid_content
 from .session import Session
 
-__all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context", "relay_question"]
+__all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context", "relay_question", "note_tool_failure"]
 
 _log = logging.getLogger("mcpkit.server")
 
@@ -93,13 +93,19 @@ class Call:
     ``session`` (the connection's legacy state, or None), ``policy`` (its era),
     ``outbound`` (the way back to the client), ``asker`` (how its questions travel),
     ``task`` (the hook of a task tool's call, else None), ``done``, and ``params_size``
-    (the bytes of the request's params: what a task holds while its handler runs).
+    (the bytes of the request's params: what a task holds while its handler runs), and
+    ``failure``: the ``isError`` result a tool's exception became and that exception
+    (:func:`note_tool_failure`) — left unset until a tool fails, so that a call that
+    succeeds pays nothing for it until it is answered (read it with ``getattr(call,
+    "failure", None)``; :meth:`finish` lets it go).
 
     A call is an :class:`~mcpkit.runtime.outbound.Outbound` of its own: its
     notifications go to ``outbound`` until it is over, then nowhere.
     """
 
-    __slots__ = ("asker", "done", "outbound", "params_size", "policy", "session", "task", "tasked")
+    __slots__ = ("asker", "done", "failure", "outbound", "params_size", "policy", "session", "task", "tasked")
+
+    failure: tuple[Any, BaseException] | None
 
     def __init__(self, session: Any, outbound: Outbound, asker: Asker | None, policy: EraPolicy, *, params_size: int = 0) -> None:
         self.session = session
@@ -132,7 +138,10 @@ class Call:
 
     def finish(self) -> None:
         """The request has been answered (or has failed, or was cancelled): nothing more
-        goes out — unless the call became a task, which goes on until :meth:`end_task`."""
+        goes out — unless the call became a task, which goes on until :meth:`end_task`.
+        A tool's exception noted on the call is let go: its traceback holds the frames that
+        hold this call, a cycle the garbage collector would otherwise have to find."""
+        self.failure = None
         if not self.tasked:
             self.done = True
 
@@ -279,6 +288,26 @@ class Context:
             except RecursionError:
                 raise McpError(INVALID_PARAMS, "Invalid params: nested too deeply") from None
         return self._params
+
+    def tool_exception(self, result: Any) -> BaseException | None:
+        """The exception a tool raised that ``result``, the ``isError`` result of this
+        ``tools/call``, reports — for middleware that answers a tool's failure its own way
+        (:class:`~mcpkit.middleware.ErrorMapping` does): ``result = await call_next()``,
+        then ``ctx.tool_exception(result)``. The tool of a mounted server and the wrapper
+        of a transformed tool count (their middleware and the parent's see the same
+        request), and so does a ``ToolError``.
+
+        None when ``result`` is not the very result the server made of a tool's
+        exception: the tool returned it (an ``isError`` result it built, a success), the
+        tool ran past its time limit, it came from a proxied server, or a middleware
+        inside this one answered with a result of its own. A tool run as a task reports
+        its failure later, through ``tasks/result``: its call's result is the task's
+        handle. Never raises."""
+        failure = getattr(self._call, "failure", None)
+        if failure is not None and failure[0] is result:
+            exc: BaseException = failure[1]
+            return exc
+        return None
 
     # --- asking the client (docs/interactive.md) -------------------------------------------
 
@@ -545,6 +574,14 @@ def mounted_context(ctx: Context, renamed: dict[str, Any], lifespan: Any) -> Con
     inner._params = None
     inner._lifespan = lifespan
     return inner
+
+
+def note_tool_failure(ctx: Context, result: Any, exc: BaseException) -> None:
+    """Write down on the call of ``ctx`` that the ``isError`` ``result`` reports the
+    exception ``exc`` a tool raised (server/definitions/tool_def.py), for
+    :meth:`Context.tool_exception`. The call is shared by every Context of the request
+    (:func:`mounted_context`), so the servers a tool is mounted in see it too."""
+    ctx._call.failure = (result, exc)
 
 
 async def relay_question(ctx: Context, method: str, params: dict[str, Any], *, key: str | None = None) -> Result:

@@ -328,7 +328,7 @@ class ToolTransform:
         try:
             value = await self.wrap(given, through, ctx)
         except BaseException as exc:  # as a tool's own failure: an isError result, or re-raised
-            return tool_failure(exc, self.name, mask=mask, limit=limit)
+            return tool_failure(exc, self.name, ctx, mask=mask, limit=limit)
         if isinstance(value, Result) and not isinstance(value, CallToolResult):
             return value  # a task's handle, passed on
         return to_call_result(value, structured=fitted.tool.output_schema is not None)

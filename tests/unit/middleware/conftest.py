@@ -24,17 +24,24 @@ def guarded() -> ModuleType:
     return load_server("guarded")
 
 
+@pytest.fixture(scope="session")
+def mapped() -> ModuleType:
+    return load_server("mapped")
+
+
 @pytest.fixture
 def connect() -> Connect:
     @contextlib.asynccontextmanager
-    async def make(kind: str, era: str, server: Server | None = None, **options: Any) -> AsyncIterator[Client]:
-        """A client of ``server`` over ``kind``; over stdio, of a fresh guarded.py process
-        (``server`` must then be None)."""
+    async def make(
+        kind: str, era: str, server: Server | None = None, *, script: str = "guarded", **options: Any
+    ) -> AsyncIterator[Client]:
+        """A client of ``server`` over ``kind``; over stdio, of a fresh process of the
+        server script ``script`` (tests/support/servers; ``server`` must then be None)."""
         options.setdefault("request_timeout", 10)
         opts = ClientOptions(protocol_version=era, **options)
         if kind == "stdio":
-            assert server is None, "over stdio the server is guarded.py's"
-            async with Client(StdioTransport(server_command("guarded"), stderr="devnull"), opts) as client:
+            assert server is None, "over stdio the server is the script's"
+            async with Client(StdioTransport(server_command(script), stderr="devnull"), opts) as client:
                 yield client
             return
         assert server is not None

@@ -5,9 +5,11 @@ limit, its failures as ``isError`` results, and what it returns as a
 as a tool is :mod:`.tools`'s work; the ``tools/*`` requests are
 :mod:`mcpkit.server.features.tools`.
 
-Exceptions from a tool become ``isError`` results (the model can react), except
-:class:`McpError` and exceptions carrying an HTTP status, which are protocol answers
-chosen on purpose and propagate to the dispatcher.
+Exceptions from a tool become ``isError`` results (the model can react), each noted on
+the request's Context as the exception behind it (for middleware that maps it:
+:meth:`~mcpkit.server.context.Context.tool_exception`), except :class:`McpError` and
+exceptions carrying an HTTP status, which are protocol answers chosen on purpose and
+propagate to the dispatcher.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ...protocol.types import (
 )
 from ...protocol.wire_errors import has_status
 from ...runtime.threads import is_async_callable, run_sync
-from ..context import Context
+from ..context import Context, note_tool_failure
 from ..injection import Provider
 from ..interaction import InputRequired
 from ..media import Media
@@ -201,7 +203,7 @@ class ToolDef:
         except (McpError, InputRequired, asyncio.CancelledError):
             raise
         except BaseException as exc:  # SystemExit from a tool must not end the server either
-            return tool_failure(exc, self.name, mask=mask, limit=limit)
+            return tool_failure(exc, self.name, ctx, mask=mask, limit=limit)
         result = to_call_result(value, structured=self.tool.output_schema is not None, wrap=self.wrap_result)
         if self.output_validator is not None and not result.is_error:
             self._check_output(result)
@@ -219,23 +221,26 @@ class ToolDef:
             raise McpError(INTERNAL_ERROR, "Internal error", {"reference": ref})
 
 
-def tool_failure(exc: BaseException, name: str, *, mask: bool, limit: int) -> CallToolResult:
+def tool_failure(exc: BaseException, name: str, ctx: Context, *, mask: bool, limit: int) -> CallToolResult:
     """What the tool ``name`` answers for the exception ``exc`` it raised: an ``isError``
     result with a :class:`ToolError`'s text, or the exception's (with ``mask``, a reference
-    to the log instead). Re-raises ``exc`` if it is a protocol answer chosen on purpose
-    (``McpError``, an exception carrying an HTTP status), an input round or a
-    cancellation."""
+    to the log instead), noted on ``ctx`` as that exception's
+    (:meth:`Context.tool_exception`, for middleware that maps it). Re-raises ``exc`` if it
+    is a protocol answer chosen on purpose (``McpError``, an exception carrying an HTTP
+    status), an input round or a cancellation."""
     if isinstance(exc, (McpError, InputRequired, asyncio.CancelledError)) or has_status(exc):
         raise exc
     if isinstance(exc, ToolError):
-        return CallToolResult(content=[TextContent(text=flatten_text(exc.message, limit))], is_error=True)
-    if mask:
+        text = flatten_text(exc.message, limit)
+    elif mask:
         ref = os.urandom(6).hex()
         log.error("tool %r failed (reference %s)", name, ref, exc_info=exc)
         text = f"Tool '{flatten_text(name, 256)}' failed (reference {ref})"
     else:
         text = flatten_text(_exception_text(exc), limit)
-    return CallToolResult(content=[TextContent(text=text)], is_error=True)
+    result = CallToolResult(content=[TextContent(text=text)], is_error=True)
+    note_tool_failure(ctx, result, exc)
+    return result
 
 
 def _exception_text(exc: BaseException) -> str:
