@@ -30,7 +30,6 @@ The verified :class:`~mcpkit.auth.identity.AccessToken` is what ``ctx.identity``
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import math
@@ -39,6 +38,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
+
+import msgspec
 
 from ..stores.sessions import StoreUnavailable
 from .dpop import DPoPChecker, InvalidProof, ReplayCacheFull
@@ -284,7 +285,7 @@ class ResourceServer:
         if self.dpop is not None:
             await self._check_binding(identity, scheme, token, dpop_proofs, method, path, required)
         if identity.principal is None:
-            identity = dataclasses.replace(identity, token_digest=hashlib.sha256(token.encode()).hexdigest()[:32])
+            identity = msgspec.structs.replace(identity, token_digest=hashlib.sha256(token.encode()).hexdigest()[:32])
         if check_scopes:
             self.check_scopes(identity, ())
         return identity

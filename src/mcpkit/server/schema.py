@@ -7,7 +7,6 @@ pydantic is installed).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import decimal
 import enum
@@ -49,12 +48,19 @@ def _is_typeddict(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
 
 
+def _is_dataclass(tp: type) -> bool:
+    # `dataclasses` is loaded by any dataclass, as pydantic is by a model: a server whose
+    # types include neither does not import it (start-up cost)
+    dataclasses = sys.modules.get("dataclasses")
+    return dataclasses is not None and bool(dataclasses.is_dataclass(tp))
+
+
 def is_structured(tp: Any) -> bool:
     """Whether values of ``tp`` are JSON objects (so they can be structured content)."""
     tp = _strip_annotated(tp)
     if _is_pydantic_model(tp) or _is_typeddict(tp):
         return True
-    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, msgspec.Struct)):
+    if isinstance(tp, type) and (_is_dataclass(tp) or issubclass(tp, msgspec.Struct)):
         return True
     origin = typing.get_origin(tp)
     return tp is dict or origin in (dict, Mapping)
@@ -186,7 +192,7 @@ def _class_schema(tp: type, defs: dict[str, Any]) -> dict[str, Any]:
         return {"enum": [m.value for m in tp]}
     if _is_pydantic_model(tp):
         return _hoist(typing.cast(Any, tp).model_json_schema(ref_template="#/$defs/{model}"), defs)
-    if issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp):
+    if issubclass(tp, msgspec.Struct) or _is_dataclass(tp) or _is_typeddict(tp):
         try:
             (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}", schema_hook=_schema_hook)
         except TypeError as exc:
@@ -217,7 +223,7 @@ def _typeddicts_in(tp: Any, seen: set[Any]) -> list[type]:
     args = typing.get_args(tp)
     if args:
         return [found for arg in args for found in _typeddicts_in(arg, seen)]
-    if not (isinstance(tp, type) and (issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp))):
+    if not (isinstance(tp, type) and (issubclass(tp, msgspec.Struct) or _is_dataclass(tp) or _is_typeddict(tp))):
         return []
     try:
         hints = typing.get_type_hints(tp)
