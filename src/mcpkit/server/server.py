@@ -32,7 +32,6 @@ from ..stores.bus import Change, InMemoryBus, SubscriptionBus
 from ..stores.tasks import InMemoryTaskStore, TaskStore
 from .changes import ChangeHub, Subscriber, notice
 from .dispatch import Dispatcher
-from .environment import from_environment
 from .filters import Selection
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
@@ -470,6 +469,8 @@ class Server(Registration):
         Raises ``ImportError`` for HTTP if uvicorn is not installed (``pip install
         'mcpkit[http]'``), ``ValueError`` for another ``transport`` or for an
         ``MCPKIT_*`` variable whose value does not parse (naming it)."""
+        from .environment import from_environment  # read when the server runs: start-up cost of the import
+
         env = from_environment()
         given = {"transport": transport, "host": host, "port": port, "path": path, "log_level": log_level}
         chosen = {**_RUN_DEFAULTS, **env.run, **{k: v for k, v in given.items() if v is not None}}
