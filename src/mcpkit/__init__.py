@@ -68,11 +68,11 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .host.llm import LlmTools as LlmTools, ToolCall as ToolCall
     from .host.member import ServerState as ServerState
     from .host.names import NameCollision as NameCollision
+    from .protocol.app_views import UiHostContext as UiHostContext
     from .protocol.apps import (
         APPS_EXTENSION as APPS_EXTENSION,
         UI_MIME_TYPE as UI_MIME_TYPE,
         UiCsp as UiCsp,
-        UiHostContext as UiHostContext,
         UiPermissions as UiPermissions,
         UiResourceMeta as UiResourceMeta,
     )
@@ -200,7 +200,8 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".host.llm": ("LlmTools", "ToolCall"),
     },
     "MCP Apps (docs/apps.md)": {
-        ".protocol.apps": ("APPS_EXTENSION", "UI_MIME_TYPE", "UiCsp", "UiPermissions", "UiResourceMeta", "UiHostContext"),
+        ".protocol.apps": ("APPS_EXTENSION", "UI_MIME_TYPE", "UiCsp", "UiPermissions", "UiResourceMeta"),
+        ".protocol.app_views": ("UiHostContext",),
         ".client.apps": ("ToolUi", "AppBridge"),
     },
     "proxies (docs/howto/proxies.md)": {
