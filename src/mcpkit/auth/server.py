@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..stores.sessions import StoreUnavailable
+from ..stores.errors import StoreUnavailable
 from .dpop import DPoPChecker, InvalidProof, ReplayCacheFull
 from .identity import AccessToken
 from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable, check_expiry, leeway_of
