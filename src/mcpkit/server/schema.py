@@ -251,6 +251,17 @@ _SECTION = r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Exampl
 _NUMPY_RULE = r"^\s*-{3,}\s*$"
 _ARG_LINE = r"^\s*\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$"
 _SPHINX = r"^\s*:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$"
+#: The headers _SECTION matches: a docstring without one, without "---" (_NUMPY_RULE) and
+#: without ":param" (_SPHINX) is all summary, read without compiling the patterns (most
+#: tools' docstrings: the first registration's start-up cost).
+_HEADERS = frozenset(
+    {"Args", "Arguments", "Parameters", "Params", "Return", "Returns", "Raises", "Yields", "Example", "Examples", "Note", "Notes"}
+)
+
+
+def _may_be_header(line: str) -> bool:
+    text = line.strip()
+    return (text[:-1].rstrip() if text.endswith(":") else text) in _HEADERS
 
 
 def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
@@ -259,6 +270,8 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     if not doc:
         return None, {}
     lines = inspect.cleandoc(doc).splitlines()
+    if "---" not in doc and ":param" not in doc and not any(_may_be_header(line) for line in lines):
+        return "\n".join(lines).strip() or None, {}
     summary: list[str] = []
     params: dict[str, str] = {}
     section: str | None = None
