@@ -68,11 +68,11 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .host.llm import LlmTools as LlmTools, ToolCall as ToolCall
     from .host.member import ServerState as ServerState
     from .host.names import NameCollision as NameCollision
+    from .protocol.app_views import UiHostContext as UiHostContext
     from .protocol.apps import (
         APPS_EXTENSION as APPS_EXTENSION,
         UI_MIME_TYPE as UI_MIME_TYPE,
         UiCsp as UiCsp,
-        UiHostContext as UiHostContext,
         UiPermissions as UiPermissions,
         UiResourceMeta as UiResourceMeta,
     )
@@ -144,6 +144,7 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
     from .server.media import Audio as Audio, File as File, Image as Image
     from .server.server import CallNext as CallNext, Middleware as Middleware, Server as Server
     from .server.transform import ArgTransform as ArgTransform
+    from .stores.errors import StoreUnavailable as StoreUnavailable
     from .stores.events import EventStore as EventStore, InMemoryEventStore as InMemoryEventStore
     from .stores.redis import RedisStore as RedisStore
     from .stores.sessions import (
@@ -151,7 +152,6 @@ if TYPE_CHECKING:  # what type checkers see: the names of _PUBLIC, re-exported e
         NodeMessage as NodeMessage,
         SessionRecord as SessionRecord,
         SessionStore as SessionStore,
-        StoreUnavailable as StoreUnavailable,
     )
     from .stores.tasks import (
         InMemoryTaskStore as InMemoryTaskStore,
@@ -200,7 +200,8 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".host.llm": ("LlmTools", "ToolCall"),
     },
     "MCP Apps (docs/apps.md)": {
-        ".protocol.apps": ("APPS_EXTENSION", "UI_MIME_TYPE", "UiCsp", "UiPermissions", "UiResourceMeta", "UiHostContext"),
+        ".protocol.apps": ("APPS_EXTENSION", "UI_MIME_TYPE", "UiCsp", "UiPermissions", "UiResourceMeta"),
+        ".protocol.app_views": ("UiHostContext",),
         ".client.apps": ("ToolUi", "AppBridge"),
     },
     "proxies (docs/howto/proxies.md)": {
@@ -223,7 +224,8 @@ _PUBLIC: Final[dict[str, dict[str, tuple[str, ...]]]] = {
         ".stores.events": ("EventStore", "InMemoryEventStore"),
     },
     "several nodes (docs/deploy.md)": {
-        ".stores.sessions": ("SessionStore", "InMemorySessionStore", "SessionRecord", "NodeMessage", "StoreUnavailable"),
+        ".stores.sessions": ("SessionStore", "InMemorySessionStore", "SessionRecord", "NodeMessage"),
+        ".stores.errors": ("StoreUnavailable",),
         ".stores.redis": ("RedisStore",),
     },
     "authorization": {

@@ -15,7 +15,7 @@ import pytest
 
 from mcpkit import Client, ClientOptions, Context, Server
 from mcpkit.client.apps import AppBridge
-from mcpkit.protocol import apps
+from mcpkit.protocol import app_views, apps
 from mcpkit.protocol.types import CallToolResult, TextContent
 from support.peers import EXT_APPS, EXT_APPS_PREFIX
 
@@ -47,7 +47,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "ui/initialize": {
         "appInfo": {"name": "view", "version": "1.0.0"},
         "appCapabilities": {"availableDisplayModes": ["inline", "fullscreen"]},
-        "protocolVersion": apps.APPS_PROTOCOL_VERSION,
+        "protocolVersion": app_views.APPS_PROTOCOL_VERSION,
     },
     "ui/open-link": {"url": "https://example.com/"},
     "ui/download-file": {
@@ -212,12 +212,12 @@ async def test_the_bridge_speaks_the_schema(schema: Schema) -> None:
             schema.check("McpUiSupportedContentBlockModalities", capabilities[name])
             assert "text" in capabilities[name]
         assert capabilities["updateModelContext"] == {"text": {}, "structuredContent": {}}
-        every = AppBridge(client, ui, on_message=lambda p: None, message_modalities=apps.CONTENT_MODALITIES)
+        every = AppBridge(client, ui, on_message=lambda p: None, message_modalities=app_views.CONTENT_MODALITIES)
         modalities = every.host_capabilities.message
         assert modalities is not None
         schema.check("McpUiSupportedContentBlockModalities", modalities)
         defined = schema.document["$defs"]["McpUiSupportedContentBlockModalities"]["properties"]
-        assert list(modalities) == list(defined) == list(apps.CONTENT_MODALITIES)
+        assert list(modalities) == list(defined) == list(app_views.CONTENT_MODALITIES)
         await bridge.handle({"jsonrpc": "2.0", "method": "ui/notifications/initialized"})
 
         result = await client.call_tool("both")
@@ -247,13 +247,13 @@ async def test_the_bridge_speaks_the_schema(schema: Schema) -> None:
 def test_every_message_builds_to_the_schema(schema: Schema, method: str) -> None:
     """``ui_message`` builds each method's message from its params, and the package's
     definition accepts it (``jsonrpc`` and ``id`` are the JSON-RPC envelope, outside it)."""
-    message = apps.ui_message(
-        method, SAMPLES[method], id=7 if method in apps.VIEW_REQUESTS or method in apps.HOST_REQUESTS else None
+    message = app_views.ui_message(
+        method, SAMPLES[method], id=7 if method in app_views.VIEW_REQUESTS or method in app_views.HOST_REQUESTS else None
     )
     assert message["jsonrpc"] == "2.0"
     schema.check(DEFINITIONS[method], {"method": message["method"], "params": message["params"]})
-    decoded = apps.decode_ui_params(method, message["params"])
-    assert apps.ui_message(method, decoded)["params"] == message["params"]
+    decoded = app_views.decode_ui_params(method, message["params"])
+    assert app_views.ui_message(method, decoded)["params"] == message["params"]
 
 
 def test_the_schema_refuses_what_the_extension_does_not_define(schema: Schema) -> None:
@@ -271,13 +271,13 @@ def test_the_methods_and_constants_are_the_packages() -> None:
     constants = (package / "constants.d.ts").read_text() if (package / "constants.d.ts").exists() else ""
     declared = spec + constants + helpers
     methods = set(re.findall(r'method: "(ui/[^"]+)"', spec))
-    assert methods == set(DEFINITIONS) == {*apps.VIEW_REQUESTS, *apps.HOST_REQUESTS, *apps.NOTIFICATIONS}
+    assert methods == set(DEFINITIONS) == {*app_views.VIEW_REQUESTS, *app_views.HOST_REQUESTS, *app_views.NOTIFICATIONS}
     assert f'RESOURCE_MIME_TYPE = "{apps.UI_MIME_TYPE}"' in declared
     assert f'RESOURCE_URI_META_KEY = "{apps.RESOURCE_URI_META_KEY}"' in declared
     assert f'EXTENSION_ID = "{apps.APPS_EXTENSION}"' in declared
-    assert f'LATEST_PROTOCOL_VERSION = "{apps.APPS_PROTOCOL_VERSION}"' in declared
+    assert f'LATEST_PROTOCOL_VERSION = "{app_views.APPS_PROTOCOL_VERSION}"' in declared
 
 
 def test_a_text_result_is_a_tool_result_notification(schema: Schema) -> None:
-    message = apps.ui_message("ui/notifications/tool-result", CallToolResult(content=[TextContent(text="x")], is_error=True))
+    message = app_views.ui_message("ui/notifications/tool-result", CallToolResult(content=[TextContent(text="x")], is_error=True))
     schema.check("McpUiToolResultNotification", {"method": message["method"], "params": message["params"]})

@@ -39,12 +39,18 @@ def test_the_library_does_not_import_the_command_line() -> None:
 
 def test_a_server_program_does_not_import_what_only_some_servers_use() -> None:
     """`from mcpkit import Server` leaves out the standard modules that only skills,
-    media, resource templates or sessions over HTTP need, the skills' definitions and the
-    tool transformations: they are loaded when used."""
+    media, resource templates, sessions over HTTP, dataclasses or mounts need, the skills'
+    definitions, the tool transformations, the mounting code, the URI-template matcher,
+    the stdio transport and the environment's settings (until the server runs), the
+    session store and the MCP Apps messages between a host and its view: they are loaded
+    when used."""
     code = (
         "import sys; from mcpkit import Server; "
         "print(sorted(m for m in ('secrets', 'hashlib', 'random', 'urllib.parse', 'mimetypes', 'pathlib',"
-        " 'mcpkit.server.definitions.skills', 'mcpkit.server.definitions.skill_folders', 'mcpkit.server.transform')"
+        " 'dataclasses', 'copy',"
+        " 'mcpkit.server.definitions.skills', 'mcpkit.server.definitions.skill_folders', 'mcpkit.server.transform',"
+        " 'mcpkit.server.mount', 'mcpkit.server.definitions.uri_template', 'mcpkit.server.environment',"
+        " 'mcpkit.transports.stdio.server', 'mcpkit.stores.sessions', 'mcpkit.protocol.app_views')"
         " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

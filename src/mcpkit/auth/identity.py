@@ -8,7 +8,6 @@ authorization (stdio, memory) and on servers that do not require it.
 
 from __future__ import annotations
 
-import dataclasses
 from contextvars import ContextVar
 from typing import Any
 
@@ -17,19 +16,28 @@ import msgspec
 __all__ = ["AccessToken", "CURRENT"]
 
 
-@dataclasses.dataclass(frozen=True)
-class AccessToken:
+class AccessToken(msgspec.Struct, frozen=True):
     """What a verified bearer token says: who (``subject``), through which client
     (``client_id``), allowed what (``scopes``), until when (``expires_at``, seconds since
-    the epoch, None if unknown), and every claim. The token itself is never kept."""
+    the epoch, None if unknown), and every claim. The token itself is never kept.
+
+    Immutable, compared field by field; its repr leaves out the claims and the digest.
+    A ``msgspec.Struct`` (``msgspec.structs.replace`` makes a changed copy), not a
+    dataclass, whose methods every program importing the server would compile."""
 
     subject: str | None
     client_id: str | None
     scopes: frozenset[str]
     expires_at: float | None = None
-    claims: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    claims: dict[str, Any] = msgspec.field(default_factory=dict)
     #: A digest of the token (never the token): who this is when it names no one.
-    token_digest: str | None = dataclasses.field(default=None, repr=False)
+    token_digest: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"AccessToken(subject={self.subject!r}, client_id={self.client_id!r}, scopes={self.scopes!r}, "
+            f"expires_at={self.expires_at!r})"
+        )
 
     @property
     def principal(self) -> str | None:

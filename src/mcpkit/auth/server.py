@@ -30,7 +30,6 @@ The verified :class:`~mcpkit.auth.identity.AccessToken` is what ``ctx.identity``
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import math
@@ -40,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from ..stores.sessions import StoreUnavailable
+import msgspec
+
+from ..stores.errors import StoreUnavailable
 from .dpop import DPoPChecker, InvalidProof, ReplayCacheFull
 from .identity import AccessToken
 from .verifiers import InvalidToken, TokenVerifier, VerifierUnavailable, check_expiry, leeway_of
@@ -284,7 +285,7 @@ class ResourceServer:
         if self.dpop is not None:
             await self._check_binding(identity, scheme, token, dpop_proofs, method, path, required)
         if identity.principal is None:
-            identity = dataclasses.replace(identity, token_digest=hashlib.sha256(token.encode()).hexdigest()[:32])
+            identity = msgspec.structs.replace(identity, token_digest=hashlib.sha256(token.encode()).hexdigest()[:32])
         if check_scopes:
             self.check_scopes(identity, ())
         return identity

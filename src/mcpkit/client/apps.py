@@ -21,10 +21,9 @@ from typing import Any, get_args
 
 import msgspec
 
-from ..protocol.apps import (
+from ..protocol.app_views import (
     APPS_PROTOCOL_VERSION,
     CONTENT_MODALITIES,
-    UI_MIME_TYPE,
     ContentModality,
     DisplayMode,
     DownloadFileParams,
@@ -34,14 +33,17 @@ from ..protocol.apps import (
     UiHostContext,
     UiInitializeParams,
     UiInitializeResult,
-    UiResourceMeta,
     UpdateModelContextParams,
+    decode_ui_params,
+    ui_message,
+)
+from ..protocol.apps import (
+    UI_MIME_TYPE,
+    UiResourceMeta,
     Visibility,
     callable_by_app,
-    decode_ui_params,
     tool_resource_uri,
     tool_visibility,
-    ui_message,
 )
 from ..protocol.content import Content
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError

@@ -30,7 +30,6 @@ it) and nothing of the dispatcher.
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any, Protocol
 
@@ -569,6 +568,8 @@ def mounted_context(ctx: Context, renamed: dict[str, Any], lifespan: Any) -> Con
     (server/mount.py): the same request, call, asker and ``state``, with the params
     members in ``renamed`` as that server names them (``{"name": ...}`` or
     ``{"uri": ...}``) and that server's lifespan state."""
+    import copy  # loaded with the first mounted call: a server without mounts never imports it (start-up cost)
+
     inner = copy.copy(ctx)
     inner._renamed = {**(ctx._renamed or {}), **renamed}
     inner._params = None

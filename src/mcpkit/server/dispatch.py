@@ -66,7 +66,7 @@ from ..protocol.types import (
 from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
-from ..stores.sessions import StoreUnavailable
+from ..stores.errors import StoreUnavailable
 from .context import Call, Context
 from .features import completions, logging, prompts, resources, skills, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, NoAsker, ReplayAsker

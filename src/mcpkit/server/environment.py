@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
@@ -123,19 +122,18 @@ VARIABLES: Final[Mapping[str, _Variable]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class EnvironmentSettings:
+class EnvironmentSettings(msgspec.Struct, frozen=True):
     """What the environment sets, by where it goes; an option the environment does not
-    set is absent."""
+    set is absent. (A Struct, not a dataclass: it is made in C at import.)"""
 
     #: ``Server.run``'s own arguments: ``transport``, ``host``, ``port``, ``path``, ``log_level``.
-    run: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] = msgspec.field(default_factory=dict)
     #: ``Server`` attributes (its era and limits), set before serving.
-    server: dict[str, Any] = field(default_factory=dict)
+    server: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Options of ``Server.asgi_app`` (HTTP only).
-    http: dict[str, Any] = field(default_factory=dict)
+    http: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Options of the uvicorn server (HTTP only).
-    uvicorn: dict[str, Any] = field(default_factory=dict)
+    uvicorn: dict[str, Any] = msgspec.field(default_factory=dict)
     #: The variables read, as ``NAME=value``, for the log.
     read: tuple[str, ...] = ()
 

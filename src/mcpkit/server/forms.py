@@ -10,7 +10,6 @@ class's field order, enum order, defaults and optional fields (``T | None``) car
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import enum
 import sys
@@ -66,7 +65,8 @@ def _fields(cls: type) -> list[tuple[str, Any, Any]]:
             for f in msgspec.structs.fields(cls)
         ]
     hints = typing.get_type_hints(cls, include_extras=True)
-    if dataclasses.is_dataclass(cls):
+    dataclasses = sys.modules.get("dataclasses")  # loaded by any dataclass, as pydantic is by a model
+    if dataclasses is not None and dataclasses.is_dataclass(cls):
         out = []
         for f in dataclasses.fields(cls):
             if f.default is not dataclasses.MISSING:

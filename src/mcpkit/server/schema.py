@@ -7,7 +7,6 @@ pydantic is installed).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import decimal
 import enum
@@ -49,12 +48,19 @@ def _is_typeddict(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
 
 
+def _is_dataclass(tp: type) -> bool:
+    # `dataclasses` is loaded by any dataclass, as pydantic is by a model: a server whose
+    # types include neither does not import it (start-up cost)
+    dataclasses = sys.modules.get("dataclasses")
+    return dataclasses is not None and bool(dataclasses.is_dataclass(tp))
+
+
 def is_structured(tp: Any) -> bool:
     """Whether values of ``tp`` are JSON objects (so they can be structured content)."""
     tp = _strip_annotated(tp)
     if _is_pydantic_model(tp) or _is_typeddict(tp):
         return True
-    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, msgspec.Struct)):
+    if isinstance(tp, type) and (_is_dataclass(tp) or issubclass(tp, msgspec.Struct)):
         return True
     origin = typing.get_origin(tp)
     return tp is dict or origin in (dict, Mapping)
@@ -186,7 +192,7 @@ def _class_schema(tp: type, defs: dict[str, Any]) -> dict[str, Any]:
         return {"enum": [m.value for m in tp]}
     if _is_pydantic_model(tp):
         return _hoist(typing.cast(Any, tp).model_json_schema(ref_template="#/$defs/{model}"), defs)
-    if issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp):
+    if issubclass(tp, msgspec.Struct) or _is_dataclass(tp) or _is_typeddict(tp):
         try:
             (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}", schema_hook=_schema_hook)
         except TypeError as exc:
@@ -217,7 +223,7 @@ def _typeddicts_in(tp: Any, seen: set[Any]) -> list[type]:
     args = typing.get_args(tp)
     if args:
         return [found for arg in args for found in _typeddicts_in(arg, seen)]
-    if not (isinstance(tp, type) and (issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp) or _is_typeddict(tp))):
+    if not (isinstance(tp, type) and (issubclass(tp, msgspec.Struct) or _is_dataclass(tp) or _is_typeddict(tp))):
         return []
     try:
         hints = typing.get_type_hints(tp)
@@ -245,6 +251,17 @@ _SECTION = r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Exampl
 _NUMPY_RULE = r"^\s*-{3,}\s*$"
 _ARG_LINE = r"^\s*\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$"
 _SPHINX = r"^\s*:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$"
+#: The headers _SECTION matches: a docstring without one, without "---" (_NUMPY_RULE) and
+#: without ":param" (_SPHINX) is all summary, read without compiling the patterns (most
+#: tools' docstrings: the first registration's start-up cost).
+_HEADERS = frozenset(
+    {"Args", "Arguments", "Parameters", "Params", "Return", "Returns", "Raises", "Yields", "Example", "Examples", "Note", "Notes"}
+)
+
+
+def _may_be_header(line: str) -> bool:
+    text = line.strip()
+    return (text[:-1].rstrip() if text.endswith(":") else text) in _HEADERS
 
 
 def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
@@ -253,6 +270,8 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     if not doc:
         return None, {}
     lines = inspect.cleandoc(doc).splitlines()
+    if "---" not in doc and ":param" not in doc and not any(_may_be_header(line) for line in lines):
+        return "\n".join(lines).strip() or None, {}
     summary: list[str] = []
     params: dict[str, str] = {}
     section: str | None = None

@@ -30,15 +30,11 @@ from ..runtime.peer import Peer, check_timeout
 from ..runtime.tracing import TracingOption, check_tracing, trace_server_requests
 from ..stores.bus import Change, InMemoryBus, SubscriptionBus
 from ..stores.tasks import InMemoryTaskStore, TaskStore
-from ..transports.base import Transport
-from ..transports.stdio.server import ServerStdio
 from .changes import ChangeHub, Subscriber, notice
 from .dispatch import Dispatcher
-from .environment import from_environment
 from .filters import Selection
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
-from .mount import Mount
 from .registration import Registration
 from .registry import CallNext, Middleware, Registry
 from .session import Session
@@ -47,6 +43,7 @@ from .stopping import SHUTDOWN_MESSAGE, StopSignals
 from .tasks import TaskManager
 
 if TYPE_CHECKING:
+    from ..transports.base import Transport
     from ..transports.http.app import StreamableHTTPApp
 
 __all__ = ["Server", "Middleware", "CallNext"]
@@ -266,6 +263,8 @@ class Server(Registration):
     ) -> None:
         """Mount ``registry`` (``server``'s, or a copy of it) here, with ``server``'s
         lifespan. Raises what :class:`Mount` and :meth:`Mount.attach` raise."""
+        from .mount import Mount  # loaded with the first mounted server: start-up cost of the others
+
         Mount(
             self._registry,
             registry,
@@ -470,6 +469,8 @@ class Server(Registration):
         Raises ``ImportError`` for HTTP if uvicorn is not installed (``pip install
         'mcpkit[http]'``), ``ValueError`` for another ``transport`` or for an
         ``MCPKIT_*`` variable whose value does not parse (naming it)."""
+        from .environment import from_environment  # read when the server runs: start-up cost of the import
+
         env = from_environment()
         given = {"transport": transport, "host": host, "port": port, "path": path, "log_level": log_level}
         chosen = {**_RUN_DEFAULTS, **env.run, **{k: v for k, v in given.items() if v is not None}}
@@ -503,6 +504,8 @@ class Server(Registration):
         :meth:`run` says); the exit status. Raises :class:`LifespanError`."""
         main = asyncio.current_task()
         assert main is not None
+        from ..transports.stdio.server import ServerStdio  # loaded when used, as the HTTP app is: start-up cost
+
         with StopSignals(asyncio.get_running_loop(), main.cancel) as signals:
             stdio = ServerStdio(max_message_size=self.max_message_size)
             try:
@@ -537,6 +540,8 @@ class Server(Registration):
 
     async def serve_stdio(self) -> None:
         """Serve this process's stdin/stdout until stdin closes."""
+        from ..transports.stdio.server import ServerStdio  # loaded when used, as the HTTP app is: start-up cost
+
         await self.serve(ServerStdio(max_message_size=self.max_message_size))
 
     async def serve(self, transport: Transport) -> None:

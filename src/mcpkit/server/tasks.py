@@ -42,7 +42,7 @@ from ..protocol.interactive import InputRequest
 from ..protocol.tasks import TASK_RESULT, TERMINAL_STATUSES, Task, declares_tasks, missing_tasks_extension
 from ..protocol.types import CallToolResult, Result
 from ..protocol.wire_errors import bounded, internal_error
-from ..stores.sessions import StoreUnavailable
+from ..stores.errors import StoreUnavailable
 from ..stores.tasks import TaskRecord, TaskStore, TaskStoreFull
 from .changes import ChangeHub
 from .context import Call, Context

@@ -10,8 +10,9 @@ own subscribers. The default, :class:`InMemoryBus`, serves one process; a shared
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Literal, Protocol
+
+import msgspec
 
 from .listeners import Listeners
 
@@ -22,16 +23,24 @@ __all__ = ["Change", "ChangeKind", "Listener", "SubscriptionBus", "InMemoryBus"]
 ChangeKind = Literal["tools", "prompts", "resources", "resource", "task"]
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(msgspec.Struct, frozen=True):
     """One change: a list (``kind`` names it), one resource (``kind="resource"``, ``uri``)
     or one task (``kind="task"``, ``uri`` its id, ``payload`` its state as JSON). Changes
     compare without their payload: two of the same task are the same change, the later
-    one newer."""
+    one newer. (A Struct, made in C at import, rather than a dataclass, whose methods are
+    compiled at import.)"""
 
     kind: ChangeKind
     uri: str | None = None
-    payload: bytes | None = field(default=None, compare=False)
+    payload: bytes | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Change) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.kind == other.kind and self.uri == other.uri
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.uri))
 
 
 Listener = Callable[[Change], None]

@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from .errors import StoreUnavailable
 from .listeners import Listeners
 
 __all__ = [
@@ -37,13 +38,8 @@ __all__ = [
     "NodeListener",
     "SessionStore",
     "InMemorySessionStore",
-    "StoreUnavailable",
+    "StoreUnavailable",  # defined in .errors; still importable from here
 ]
-
-
-class StoreUnavailable(Exception):
-    """A shared store cannot be reached (Redis is down or too slow): the operation did not
-    happen. The HTTP app answers 503 with ``Retry-After`` for what needs the store."""
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):

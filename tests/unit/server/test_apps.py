@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from mcpkit import AppBridge, Client, ClientOptions, Context, LlmTools, McpError, Server, UiCsp, UiResourceMeta
-from mcpkit.protocol import apps
+from mcpkit.protocol import app_views, apps
 
 ERAS = [None, "2025-11-25"]
 VIEW = "<!DOCTYPE html><html><body>chart</body></html>"
@@ -216,9 +216,9 @@ def test_the_meta_readers() -> None:
     assert apps.tool_ui_meta({"ui": {"resourceUri": "ui://nested"}, "ui/resourceUri": "ui://flat"}).resource_uri == "ui://nested"  # type: ignore[union-attr]
     assert apps.client_ui_mime_types({"extensions": {apps.APPS_EXTENSION: {"mimeTypes": "x"}}}) == ()
     with pytest.raises(ValueError, match="not a method of the MCP Apps extension"):
-        apps.ui_message("ui/nope")
+        app_views.ui_message("ui/nope")
     with pytest.raises(msgspec.ValidationError):
-        apps.ui_message("ui/open-link", {"href": "https://x"})
+        app_views.ui_message("ui/open-link", {"href": "https://x"})
 
 
 # --- the bridge ---------------------------------------------------------------------------------
@@ -234,7 +234,7 @@ def _request(id: int, method: str, params: dict[str, Any] | None = None) -> dict
 INIT = _request(
     1,
     "ui/initialize",
-    {"appInfo": {"name": "v", "version": "1"}, "appCapabilities": {}, "protocolVersion": apps.APPS_PROTOCOL_VERSION},
+    {"appInfo": {"name": "v", "version": "1"}, "appCapabilities": {}, "protocolVersion": app_views.APPS_PROTOCOL_VERSION},
 )
 
 
@@ -249,7 +249,7 @@ async def test_the_bridge_forwards_what_the_extension_lets_a_view_send(version: 
         answer = await bridge.handle(INIT)
         assert answer is not None
         result = answer["result"]
-        assert result["protocolVersion"] == apps.APPS_PROTOCOL_VERSION
+        assert result["protocolVersion"] == app_views.APPS_PROTOCOL_VERSION
         assert result["hostCapabilities"] == {"serverTools": {}, "serverResources": {}, "logging": {}}
         assert result["hostContext"]["toolInfo"]["tool"]["name"] == "chart"
         assert bridge.app_info is not None
@@ -288,11 +288,11 @@ async def test_the_bridge_forwards_what_the_extension_lets_a_view_send(version: 
 
 async def test_the_bridge_answers_the_view_by_the_hosts_callbacks() -> None:
     opened: list[str] = []
-    messages: list[apps.MessageParams] = []
+    messages: list[app_views.MessageParams] = []
     logs: list[tuple[Any, ...]] = []
     sizes: list[tuple[Any, ...]] = []
 
-    async def on_message(params: apps.MessageParams) -> None:
+    async def on_message(params: app_views.MessageParams) -> None:
         messages.append(params)
 
     async with Client(_server()) as client:
@@ -484,9 +484,9 @@ async def test_a_failing_callback_is_an_answer_not_a_raise(caplog: pytest.LogCap
 
 
 async def test_update_model_context_follows_the_false_rule() -> None:
-    refused: list[apps.UpdateModelContextParams] = []
+    refused: list[app_views.UpdateModelContextParams] = []
 
-    async def on_model_context(params: apps.UpdateModelContextParams) -> bool:
+    async def on_model_context(params: app_views.UpdateModelContextParams) -> bool:
         refused.append(params)
         return params.structured_content != {"too": "big"}
 
@@ -548,7 +548,7 @@ async def test_cancelling_handle_still_cancels_it() -> None:
 
     entered = asyncio.Event()
 
-    async def on_model_context(params: apps.UpdateModelContextParams) -> None:
+    async def on_model_context(params: app_views.UpdateModelContextParams) -> None:
         entered.set()
         await asyncio.Event().wait()
 

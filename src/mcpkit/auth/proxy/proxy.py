@@ -25,7 +25,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from ...stores.buckets import BucketStore, InMemoryBuckets, check_bucket
-from ...stores.sessions import StoreUnavailable
+from ...stores.errors import StoreUnavailable
 from ..server import ResourceServer
 from ..verifiers import DEFAULT_LEEWAY
 from .consent import ConsentJar

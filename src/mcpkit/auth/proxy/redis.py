@@ -18,8 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from ...stores.errors import StoreUnavailable
 from ...stores.redis.channels import FAILED
-from ...stores.sessions import StoreUnavailable
 from .store import DEFAULT_LIMITS
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from ...stores.sessions import StoreUnavailable
+from ...stores.errors import StoreUnavailable
 from ..identity import AccessToken
 from ..verifiers import DEFAULT_LEEWAY, InvalidToken, VerifierUnavailable, identity_from_claims
 from .store import ProxyStore

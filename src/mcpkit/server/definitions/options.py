@@ -10,7 +10,6 @@ then the time limit, then the icons.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,8 +21,7 @@ from ..tasks import TaskMode
 __all__ = ["ToolOptions", "wire_icons"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class ToolOptions:
+class ToolOptions(msgspec.Struct, frozen=True, kw_only=True):
     """How a tool is registered (the keyword arguments of ``Server.tool`` and
     ``Server.add_tool``, but ``scopes``, which are the registry's).
 

@@ -20,9 +20,8 @@ from ..injection import Provider, callable_name, callable_target
 from ..media import Media
 from ..schema import parse_docstring
 from .options import wire_icons
-from .uri_template import UriTemplate
 
-__all__ = ["UriTemplate", "ResourceDef", "TemplateDef", "resource_from_function", "to_contents", "is_valid_uri", "check_length"]
+__all__ = ["ResourceDef", "TemplateDef", "resource_from_function", "to_contents", "is_valid_uri", "check_length"]
 
 _json = msgspec.json.Encoder()
 _URI = r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$"  # compiled (and cached by re) at first use, not at import
@@ -59,6 +58,8 @@ class TemplateDef:
 
     def __init__(self, template: ResourceTemplate, fn: Callable[..., Any], providers: dict[type, Provider] | None = None) -> None:
         self.template = template
+        from .uri_template import UriTemplate  # loaded with the first template: start-up cost of the others
+
         self.uri_template = UriTemplate(template.uri_template)
         self.handler = FunctionHandler(fn, providers)
         missing = set(self.uri_template.variables) - self.handler.accepted

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from ..sessions import StoreUnavailable
+from ..errors import StoreUnavailable
 from .channels import FAILED
 
 if TYPE_CHECKING:

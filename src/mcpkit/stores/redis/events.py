@@ -21,8 +21,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Final
 
+from ..errors import StoreUnavailable
 from ..events import SendEvent, stream_owner
-from ..sessions import StoreUnavailable
 from .channels import FAILED, wrong_type
 
 if TYPE_CHECKING:

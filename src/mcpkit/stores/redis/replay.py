@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..sessions import StoreUnavailable
+from ..errors import StoreUnavailable
 from .channels import FAILED
 
 if TYPE_CHECKING:

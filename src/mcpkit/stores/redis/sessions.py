@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..errors import StoreUnavailable
 from ..listeners import Listeners
-from ..sessions import NodeListener, NodeMessage, SessionRecord, StoreUnavailable
+from ..sessions import NodeListener, NodeMessage, SessionRecord
 from .channels import FAILED, wrong_type
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from ..sessions import StoreUnavailable
+from ..errors import StoreUnavailable
 from ..tasks import TaskRecord, TaskStoreFull, per_principal, task_bytes
 from .channels import FAILED, wrong_type
 
