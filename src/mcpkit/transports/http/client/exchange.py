@@ -6,7 +6,7 @@ deadline is the client's business, docs/http.md). A server that cannot be reache
 that drops the connection of an exchange before answering raises :class:`Dropped`: that
 exchange is over, and nothing is known of the others (a kept-alive connection that died
 with the node behind a load balancer, say). httpx is imported here, lazily, when the
-transport starts.
+transport starts, and so is the connection pool (``pool.py``) built on it.
 """
 
 from __future__ import annotations
@@ -58,12 +58,19 @@ class HttpExchange:
         self._timeout: Any = None
 
     def open(self) -> None:
-        """Import httpx and create the client if none was given. Connects lazily."""
+        """Import httpx and create the client if none was given: on mcpkit's own
+        connection pool (``pool.py``), unless the environment names a proxy, which httpx's
+        own transport honours. Connects lazily."""
+        from urllib.request import getproxies  # httpx imports it too
+
         import httpx
+
+        from .pool import ConnectionPool  # imports httpx
 
         self._timeout = httpx.Timeout(self._settings.connect_timeout, read=None, write=None, pool=None)
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+            transport = None if getproxies() else ConnectionPool()
+            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, transport=transport)
 
     def _auth(self) -> Any:
         """The transport's ``auth``, else the client's own default."""
