@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
+from mcpkit.transports.http.client.exchange import HttpExchange
 from mcpkit.transports.http.client.pool import ConnectionPool
 
 #: What the server does with one request: (head, body) -> bytes to send, then whether to close.
@@ -252,3 +254,37 @@ async def test_a_closed_pool_refuses_requests() -> None:
         await other.aclose()
         with pytest.raises(httpx.ConnectError):
             await pool.handle_async_request(httpx.Request("GET", url))
+
+
+def _fields(head: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    line, *rest = head.rstrip(b"\r\n").split(b"\r\n")
+    return line, sorted((n.strip().lower(), v.strip()) for n, v in (h.split(b":", 1) for h in rest))
+
+
+async def test_the_exchange_sends_what_httpx_s_own_client_would_and_keeps_cookies() -> None:
+    """HttpExchange sends through its own client's pool directly: the same request line
+    and headers as ``AsyncClient.send`` (the client's defaults under the transport's),
+    and cookies the server sets ride on the next requests."""
+
+    def answer(head: bytes, body: bytes) -> tuple[bytes, bool]:
+        return ok(body, b"Set-Cookie: node=a7; Path=/\r\n"), False
+
+    async with serve(answer) as (raw, client, url):
+        settings = SimpleNamespace(url=url, connect_timeout=5.0, auth=None)
+        http = HttpExchange(settings, None)  # type: ignore[arg-type]
+        http.open()
+        try:
+            for _ in range(2):
+                resp = await http.send("POST", {"Accept": "application/json", "X-Extra": "1"}, b"{}")
+                assert (await http.read(resp, 1000)) == (b"{}", True)
+                await resp.aclose()
+        finally:
+            await http.aclose()
+        await client.post(
+            url, content=b"{}", headers={"Accept": "application/json", "X-Extra": "1", "Content-Type": "application/json"}
+        )
+        (first, _), (second, _), (reference, _) = raw.requests
+        assert _fields(first) == _fields(reference)
+        line, fields = _fields(second)
+        assert (line, [f for f in fields if f[0] != b"cookie"]) == _fields(reference)
+        assert (b"cookie", b"node=a7") in fields
