@@ -6,12 +6,20 @@ httpx's own transport raises, timeouts and cancellation."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from mcpkit.transports.http.client.exchange import HttpExchange
 from mcpkit.transports.http.client.pool import ConnectionPool
@@ -271,7 +279,7 @@ async def test_the_exchange_sends_what_httpx_s_own_client_would_and_keeps_cookie
 
     async with serve(answer) as (raw, client, url):
         settings = SimpleNamespace(url=url, connect_timeout=5.0, auth=None)
-        http = HttpExchange(settings, None)  # type: ignore[arg-type]
+        http = HttpExchange(settings, None)
         http.open()
         try:
             for _ in range(2):
@@ -288,3 +296,51 @@ async def test_the_exchange_sends_what_httpx_s_own_client_would_and_keeps_cookie
         line, fields = _fields(second)
         assert (line, [f for f in fields if f[0] != b"cookie"]) == _fields(reference)
         assert (b"cookie", b"node=a7") in fields
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made with cryptography (the test extra has it)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pkcs8 = serialization.PrivateFormat.PKCS8
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, pkcs8, serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+async def test_https_is_verified(tmp_path: Path) -> None:
+    """TLS with the given context, kept alive like plain HTTP; by default (httpx's own
+    verification) a certificate nobody vouches for is refused with ``ConnectError``."""
+    cert, key = _self_signed(tmp_path)
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serving.load_cert_chain(cert, key)
+    raw = RawServer(lambda head, body: (ok(body), False))
+    server = await asyncio.start_server(raw.handle, "127.0.0.1", 0, ssl=serving)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+    try:
+        trusting = ssl.create_default_context(cafile=str(cert))
+        async with httpx.AsyncClient(transport=ConnectionPool(verify=trusting)) as client:
+            for i in range(3):
+                assert (await client.post(url, content=b"%d" % i)).content == b"%d" % i
+        assert raw.connections == 1
+        async with httpx.AsyncClient(transport=ConnectionPool()) as client:
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.get(url)
+    finally:
+        server.close()
+        for writer in raw.writers:
+            writer.close()
