@@ -400,6 +400,10 @@ class ConnectionPool(httpx.AsyncBaseTransport):
                     await waiter
             except TimeoutError:
                 raise httpx.PoolTimeout("timed out waiting for a connection", request=request) from None
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # woken, then cancelled: the turn passes on
+                raise
             finally:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
