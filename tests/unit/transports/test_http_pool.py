@@ -245,6 +245,20 @@ async def test_cancelling_a_read_closes_its_connection() -> None:
         assert raw.connections == 2  # the interrupted one was closed, not reused
 
 
+async def test_a_large_body_read_slowly_arrives_whole() -> None:
+    """Reading pauses while a megabyte waits unread, and resumes as it is taken."""
+    big = bytes(range(256)) * 40_000  # 10 MB
+    async with serve(lambda head, body: (ok(big), False)) as (raw, client, url):
+        async with client.stream("GET", url) as resp:
+            parts = []
+            async for part in resp.aiter_raw():
+                parts.append(part)
+                await asyncio.sleep(0)
+        assert b"".join(parts) == big
+        assert (await client.get(url)).content == big
+        assert raw.connections == 1
+
+
 async def test_a_streamed_response_closed_early_is_not_reused() -> None:
     async with serve(lambda head, body: (ok(b"x" * 100_000), False)) as (raw, client, url):
         async with client.stream("GET", url) as resp:

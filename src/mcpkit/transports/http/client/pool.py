@@ -40,6 +40,8 @@ __all__ = ["ConnectionPool"]
 
 #: The most bytes of a response's status line and headers.
 MAX_HEAD = 64 * 1024
+#: Reading from the socket pauses while this many bytes wait in the buffer unread.
+_HIGH_WATER = 1024 * 1024
 #: A body shorter than this is sent in one write with the request's head.
 _ONE_WRITE = 64 * 1024
 _CRLF = b"\r\n"
@@ -66,6 +68,7 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
+        self._paused = False  # reading paused: the buffer is over _HIGH_WATER
 
     # asyncio's callbacks
 
@@ -75,6 +78,9 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        if len(self.buffer) > _HIGH_WATER and not self._paused and self.transport is not None:
+            self._paused = True  # until the reader has taken what is here (receive)
+            self.transport.pause_reading()
         self._wake()
 
     def eof_received(self) -> bool:
@@ -108,6 +114,10 @@ class _Connection(asyncio.Protocol):
     async def receive(self, timeout: float | None) -> None:
         """Wait until more bytes arrive or the socket closes. Raises ``TimeoutError``
         after ``timeout`` seconds (None: no limit); cancellation propagates."""
+        if self._paused:
+            self._paused = False
+            if self.transport is not None:
+                self.transport.resume_reading()
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         if timeout is None:
             await waiter
