@@ -6,7 +6,7 @@ deadline is the client's business, docs/http.md). A server that cannot be reache
 that drops the connection of an exchange before answering raises :class:`Dropped`: that
 exchange is over, and nothing is known of the others (a kept-alive connection that died
 with the node behind a load balancer, say). httpx is imported here, lazily, when the
-transport starts.
+transport starts, and so is the connection pool (``pool.py``) built on it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Lost", "Dropped", "HttpExchange", "content_type", "broke"]
 
 logger = logging.getLogger("mcpkit.http")
+_httpx_log = logging.getLogger("httpx")
 
 
 class Lost(Exception):
@@ -56,14 +57,29 @@ class HttpExchange:
         self._client = client
         self._owns_client = client is None
         self._timeout: Any = None
+        self._url: Any = None  # the settings' url, parsed (an httpx.URL)
+        self._url_text: str | None = None  # ... from this string
+        self._pool: Any = None  # our own client's ConnectionPool, if it has one
+        self._defaults: list[tuple[str, str, str]] = []  # ... and its default headers: (lowercased, name, value)
+        self._timeouts: dict[str, float | None] = {}  # the default timeout, as a request's extension
 
     def open(self) -> None:
-        """Import httpx and create the client if none was given. Connects lazily."""
+        """Import httpx and create the client if none was given: on mcpkit's own
+        connection pool (``pool.py``), unless the environment names a proxy, which httpx's
+        own transport honours. Connects lazily."""
+        from urllib.request import getproxies  # httpx imports it too
+
         import httpx
 
+        from .pool import ConnectionPool  # imports httpx
+
         self._timeout = httpx.Timeout(self._settings.connect_timeout, read=None, write=None, pool=None)
+        self._timeouts = self._timeout.as_dict()
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+            self._pool = None if getproxies() else ConnectionPool()
+            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, transport=self._pool)
+            raw = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in self._client.headers.raw]
+            self._defaults = [(name.lower(), name, value) for name, value in raw]
 
     def _auth(self) -> Any:
         """The transport's ``auth``, else the client's own default."""
@@ -83,8 +99,12 @@ class HttpExchange:
         if body is not None:
             headers["Content-Type"] = "application/json"
         url = self._settings.url
-        request = self._client.build_request(verb, url, content=body, headers=headers, timeout=timeout or self._timeout)
+        if url is not self._url_text:  # parsed once, not per request
+            self._url, self._url_text = httpx.URL(url), url
         try:
+            if self._pool is not None and self._settings.auth is None:
+                return await self._send_direct(verb, headers, body, timeout)
+            request = self._client.build_request(verb, self._url, content=body, headers=headers, timeout=timeout or self._timeout)
             return await self._client.send(request, stream=True, auth=self._auth())
         except httpx.TransportError as exc:
             if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
@@ -93,6 +113,32 @@ class HttpExchange:
             if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)):
                 raise Lost(what) from None  # nobody there
             raise Dropped(what) from None  # reset, or a kept-alive connection that was dead
+
+    async def _send_direct(self, verb: str, headers: dict[str, str], body: bytes | None, timeout: Any) -> httpx.Response:
+        """:meth:`send` through our own client's pool, without the client's per-request
+        layers that have nothing to do here (no auth, no redirects, no event hooks, no
+        proxy: ``open`` made it so): the same request (the client's default headers
+        under ours, its cookies) and the response's cookies kept, as the client would."""
+        import httpx
+
+        assert self._client is not None
+        ours = {name.lower() for name in headers}
+        merged = [(name, value) for low, name, value in self._defaults if low not in ours]
+        merged.extend(headers.items())
+        timeouts = self._timeouts if timeout is None else httpx.Timeout(timeout).as_dict()
+        request = httpx.Request(verb, self._url, content=body, headers=merged, extensions={"timeout": timeouts})
+        cookies = self._client.cookies
+        if cookies:
+            cookies.set_cookie_header(request)
+        resp: httpx.Response = await self._pool.handle_async_request(request)
+        resp.request = request
+        if "set-cookie" in resp.headers:
+            cookies.extract_cookies(resp)
+        if _httpx_log.isEnabledFor(logging.INFO):  # the line httpx's client logs for each request
+            _httpx_log.info(
+                'HTTP Request: %s %s "%s %d %s"', verb, request.url, resp.http_version, resp.status_code, resp.reason_phrase
+            )
+        return resp
 
     async def read(self, resp: httpx.Response, limit: int) -> tuple[bytes, bool]:
         """Up to ``limit`` bytes of the body, and whether that is all of it (False too
@@ -139,4 +185,4 @@ class HttpExchange:
         dead connections). A client that was given is kept."""
         if self._owns_client and self._client is not None:
             await self.aclose()
-            self._client = None
+            self._client = self._pool = None
