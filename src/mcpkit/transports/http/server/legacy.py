@@ -42,7 +42,7 @@ from .asgi import (
     wait_disconnect,
 )
 from .cluster import Cluster, connect_changes, unavailable
-from .exchange import Exchange
+from .exchange import Exchange, LateWatches
 from .sessions import HttpSession, SessionManager
 from .shutdown import answer_in, last_words
 from .streams import SseStream
@@ -96,6 +96,8 @@ class LegacyEndpoint:
         self._retry_ms = retry_ms
         #: Set by the app when its shutdown begins: requests cut then are answered (-32603).
         self.draining = False
+        #: When the exchanges of slow handlers begin to watch for their client's disconnect.
+        self._late = LateWatches()
 
     async def _live(self, session_id: str) -> HttpSession:
         """The live session ``session_id``; raises :class:`Reject`: 404 if there is none,
@@ -199,6 +201,7 @@ class LegacyEndpoint:
             retry_ms=self._retry_ms,
             after=self._sync_after(session),
             stopping=lambda: self.draining,
+            late=self._late,
         )
         session.busy += 1
         try:
