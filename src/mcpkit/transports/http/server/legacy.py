@@ -117,7 +117,7 @@ class LegacyEndpoint:
 
     # --- POST -------------------------------------------------------------------------------
 
-    async def post(
+    def post(
         self,
         receive: Receive,
         send: Send,
@@ -126,10 +126,11 @@ class LegacyEndpoint:
         session: HttpSession | None,
         engine: Engine,
         ev: Event | None,
-    ) -> None:
-        """Serve a POSTed message that is not a modern request. ``session`` is the live
-        session ``session_id`` names (None if it names none), ``engine`` the one that
-        parsed ``ev`` (the session's, or a fresh one); ``ev`` None is a message to ignore.
+    ) -> Awaitable[None]:
+        """Serve a POSTed message that is not a modern request (what to await: the
+        coroutine of the case's own method). ``session`` is the live session
+        ``session_id`` names (None if it names none), ``engine`` the one that parsed
+        ``ev`` (the session's, or a fresh one); ``ev`` None is a message to ignore.
 
         Raises :class:`Reject`: 404 for an unknown session; 400 for a missing session or
         an unsupported ``MCP-Protocol-Version``; 429 past ``max_session_requests``; 503
@@ -137,16 +138,15 @@ class LegacyEndpoint:
         the session's engine.
         """
         if not isinstance(ev, RequestReceived):
-            await self._message(send, session_id, session, ev)
-        elif session is not None:
-            await self._request(receive, send, headers, session, engine, ev)
-        elif ev.method == "initialize":
-            await self._initialize(send, engine, ev)
-        elif session_id:
+            return self._message(send, session_id, session, ev)
+        if session is not None:
+            return self._request(receive, send, headers, session, engine, ev)
+        if ev.method == "initialize":
+            return self._initialize(send, engine, ev)
+        if session_id:
             raise Reject(404, "Not Found: unknown or ended session")
-        else:
-            _refuse_modern_version_header(headers, ev)
-            raise Reject(400, "Bad Request: missing Mcp-Session-Id header")
+        _refuse_modern_version_header(headers, ev)
+        raise Reject(400, "Bad Request: missing Mcp-Session-Id header")
 
     async def _initialize(self, send: Send, engine: Engine, request: RequestReceived) -> None:
         """Run ``initialize`` and, if it succeeds, mint the session its response names
