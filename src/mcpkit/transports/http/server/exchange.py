@@ -13,6 +13,10 @@ A request whose handler is cancelled is answered -32800 "Request cancelled": an 
 response to a request must be JSON or SSE, even when the client no longer waits for it.
 When the exchange itself is cancelled while the server stops, the request is answered
 as :mod:`.shutdown` says: -32603, as JSON or as the last event of its SSE stream.
+The client's disconnect is watched (a task waiting on the ASGI ``receive``) only once the
+handler has run 50 ms, or as soon as the response is a stream (:class:`LateWatches`, one
+timer for all the exchanges of an endpoint): most requests are answered sooner, and a
+disconnect is noticed at most that late.
 """
 
 from __future__ import annotations
