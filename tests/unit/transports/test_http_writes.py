@@ -46,6 +46,9 @@ async def test_a_response_head_goes_out_with_its_body_in_one_write() -> None:
     assert raw.writes == [HEAD + b"{}"]
     corked.write(b"more")  # not a head: as it comes
     assert raw.writes == [HEAD + b"{}", b"more"]
+    corked.write(HEAD)
+    corked.write(memoryview(b"[]"))  # any bytes-like body
+    assert raw.writes[-1] == HEAD + b"[]"
 
 
 async def test_a_large_body_follows_its_head_without_being_joined() -> None:

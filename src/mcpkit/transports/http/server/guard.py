@@ -266,7 +266,7 @@ class _Corked:
         if held is not None:
             self._held = None
             if len(data) <= _JOIN_MAX:
-                self._transport.write(held + data)
+                self._transport.write(b"".join((held, data)))  # any bytes-like body
                 return
             self._transport.write(held)
         elif isinstance(data, bytes) and data.startswith(b"HTTP/1.1 "):
