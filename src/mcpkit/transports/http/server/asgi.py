@@ -83,6 +83,8 @@ _HEADERS_KEY: Final = "mcpkit.headers"
 _NAMES: dict[bytes, str] = {}
 _MAX_NAMES: Final = 256
 
+_JSON: Final = (b"content-type", b"application/json")
+
 SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -284,17 +286,30 @@ async def safe_send(send: Send, message: Message) -> None:
 
 
 async def send_json(send: Send, status: int, body: bytes, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    """A complete ``application/json`` response."""
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
-    await safe_send(send, {"type": "http.response.start", "status": status, "headers": headers})
-    await safe_send(send, {"type": "http.response.body", "body": body})
+    """A complete ``application/json`` response (each message sent as :func:`safe_send`
+    does, written out here: this is every JSON answer's path)."""
+    headers = [_JSON, (b"content-length", b"%d" % len(body)), *extra]
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+    except (OSError, RuntimeError):
+        pass
+    try:
+        await send({"type": "http.response.body", "body": body})
+    except (OSError, RuntimeError):
+        pass
 
 
 async def send_empty(send: Send, status: int, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    """A complete response without a body."""
+    """A complete response without a body (sent as :func:`send_json` sends)."""
     headers = [(b"content-length", b"0"), *extra]
-    await safe_send(send, {"type": "http.response.start", "status": status, "headers": headers})
-    await safe_send(send, {"type": "http.response.body", "body": b""})
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+    except (OSError, RuntimeError):
+        pass
+    try:
+        await send({"type": "http.response.body", "body": b""})
+    except (OSError, RuntimeError):
+        pass
 
 
 async def send_reject(send: Send, rej: Reject) -> None:

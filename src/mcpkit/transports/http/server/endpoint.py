@@ -167,7 +167,9 @@ class McpEndpoint:
             self._check_scopes(engine, ev)
             await self._modern.request(receive, send, headers, engine, ev)
             return
-        session = await self.find(session_id)
+        sessions = self.sessions
+        # a session of this node alone is looked up without a coroutine (what find does then)
+        session = sessions.get(session_id) if session_id and not sessions.shared else await self.find(session_id)
         if engine is None:  # the message names a session: it is served by the session's engine
             engine = session.engine if session is not None else Engine(max_error_text=self._handler.max_error_text)
             if isinstance(ev, RequestReceived):
@@ -176,7 +178,7 @@ class McpEndpoint:
                 ev = self._parse(engine, body)
         if not isinstance(ev, RequestReceived):  # a notification or a response: the server's scopes only
             self._check_scopes(None, None)
-        if ev is None and session is not None and self.sessions.shared:
+        if ev is None and session is not None and sessions.shared:
             await self._cluster.route(session, body)  # for another node: a response, a cancellation
         if isinstance(ev, Reply):
             await send_json(send, 400, ev.data)

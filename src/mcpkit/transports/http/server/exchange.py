@@ -13,6 +13,10 @@ A request whose handler is cancelled is answered -32800 "Request cancelled": an 
 response to a request must be JSON or SSE, even when the client no longer waits for it.
 When the exchange itself is cancelled while the server stops, the request is answered
 as :mod:`.shutdown` says: -32603, as JSON or as the last event of its SSE stream.
+The client's disconnect is watched (a task waiting on the ASGI ``receive``) only once the
+handler has run 50 ms, or as soon as the response is a stream (:class:`LateWatches`, one
+timer for all the exchanges of an endpoint): most requests are answered sooner, and a
+disconnect is noticed at most that late.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from .sessions import HttpSession
 from .shutdown import last_words, shutdown_error, write_answer
 from .streams import SseStream
 
-__all__ = ["Exchange"]
+__all__ = ["Exchange", "LateWatches"]
 
 
 # --- what the handler and the connection report, in order -------------------------------------
@@ -86,6 +90,10 @@ _HIGH_WATER: Final = 256
 _RETRY_LATER: Final = frozenset({429, 503})
 #: The longest ``Retry-After`` an error's ``data.retryAfter`` can ask for: a day, in seconds.
 _MAX_RETRY_AFTER: Final = 86_400
+#: Seconds a handler may take before its client's disconnect is watched (a task waiting on
+#: the ASGI ``receive``): most requests are answered sooner, and then no such task is
+#: made. A disconnect is noticed at most this late (the modern era's handler cancelled).
+_WATCH_AFTER: Final = 0.05
 _CLIENT_GONE: Final = _ClientGone()
 _RELEASE: Final = _Release()
 
@@ -100,6 +108,11 @@ def _retry_after(error: McpError | None) -> bytes:
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait < float("inf"):
         return b"1"
     return str(min(math.ceil(wait), _MAX_RETRY_AFTER)).encode()
+
+
+async def _never_received() -> dict[str, object]:
+    """The ASGI ``receive`` of an exchange not run yet: there is nothing to receive."""
+    raise RuntimeError("the exchange is not running")
 
 
 def _message_of(item: _Item) -> bytes | None:
@@ -144,6 +157,55 @@ class _Items:
         return len(self._items)
 
 
+class LateWatches:
+    """Starts the disconnect watch of the exchanges still running :data:`_WATCH_AFTER`
+    seconds after they began, with one timer for all of them: watching a client's
+    disconnect takes a task waiting on the ASGI ``receive``, which most requests, answered
+    sooner, never need. One per endpoint; it keeps to the event loop it first served
+    (an exchange on another loop while that one runs gets a timer of its own). An entry
+    holds its exchange only until the exchange ends (:meth:`Exchange.run` clears it)."""
+
+    __slots__ = ("_due", "_loop", "_timer")
+
+    def __init__(self) -> None:
+        self._due: deque[tuple[float, list[Exchange | None]]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, exchange: Exchange, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+        """Watch ``exchange`` from :data:`_WATCH_AFTER` seconds on (if it still runs then);
+        returns what forgets it. Never raises."""
+        if loop is not self._loop:
+            if self._loop is not None and self._loop.is_running():  # another loop's: a timer of its own
+                return loop.call_later(_WATCH_AFTER, exchange.watch).cancel
+            self._loop, self._timer = loop, None  # a new run of the server: nothing of the last one holds
+            self._due.clear()
+        entry: list[Exchange | None] = [exchange]
+        due = loop.time() + _WATCH_AFTER
+        self._due.append((due, entry))
+        if self._timer is None:
+            self._timer = loop.call_at(due, self._sweep)
+        return entry.clear
+
+    def _sweep(self) -> None:
+        """Start watching every exchange due and still running; then wait for the next."""
+        self._timer = None
+        loop = self._loop
+        if loop is None:
+            return
+        now, due = loop.time(), self._due
+        while due:
+            when, entry = due[0]
+            if when > now:
+                self._timer = loop.call_at(when, self._sweep)
+                return
+            due.popleft()
+            if entry:
+                exchange = entry[0]
+                if exchange is not None:
+                    exchange.watch()
+
+
 # --- the exchange ---------------------------------------------------------------------------------
 
 
@@ -175,8 +237,10 @@ class Exchange:
         retry_ms: int | None = None,
         after: Callable[[], Awaitable[None]] | None = None,
         stopping: Callable[[], bool] = lambda: False,
+        late: LateWatches | None = None,
     ) -> None:
         self._after = after
+        self._late = late
         self._stopping = stopping
         self._stored_in = session if policy.resumable_streams else None
         if policy.resumable_streams and self._stored_in is None:
@@ -198,11 +262,15 @@ class Exchange:
         self._stored: tuple[SseStream, asyncio.Queue[bytes | None]] | None = None
         self._held: _Item | None = None  # taken from the queue, not yet written or moved on
         self._final = False  # answered at shutdown: nothing more is reported
+        self._receive: Receive = _never_received
+        self._watcher: asyncio.Task[None] | None = None  # the client's disconnect, once watched
 
     async def run(self, receive: Receive, send: Send) -> None:
         """Run the handler and answer this POST on ``send``.
 
-        Returns when the response is complete or the client has gone. Then a handler
+        Returns when the response is complete or the client has gone (its disconnect is
+        watched once the handler has run :data:`_WATCH_AFTER` seconds, through ``late``
+        when given, or as soon as the response is a stream). Then a handler
         still running is cancelled if the policy says a disconnect cancels it; otherwise
         it runs on, and its messages keep going to the stored stream (if the response
         became one) for the client to resume.
@@ -214,10 +282,11 @@ class Exchange:
         loop = asyncio.get_running_loop()
         task = loop.create_task(self._handle())
         self._engine.attach(self._request.id, task)
-        watcher = loop.create_task(wait_disconnect(receive))
-        watcher.add_done_callback(self._client_gone)
+        self._receive = receive
+        late = self._late
+        unwatch = late.add(self, loop) if late is not None else loop.call_later(_WATCH_AFTER, self.watch).cancel
         try:
-            await self._deliver(send, watcher)
+            await self._deliver(send)
         except asyncio.CancelledError:
             if not self._stopping():
                 raise
@@ -229,9 +298,22 @@ class Exchange:
                 json = self._json_response is not False or status != 200
                 await last_words(write_answer(send, messages, status, started=self._started == "sse", json=json, pending=pending))
         finally:
-            watcher.cancel()
+            unwatch()
+            if self._watcher is not None:
+                self._watcher.cancel()
             if self._policy.cancel_on_disconnect and not task.done():
                 task.cancel()
+
+    def watch(self) -> asyncio.Task[None]:
+        """The task that reports the client's disconnect (:class:`_ClientGone`), started
+        now if it has not been: when the handler has not answered within
+        :data:`_WATCH_AFTER` seconds (:class:`LateWatches`), or when the response becomes
+        an SSE stream. Only while :meth:`run` runs; never raises."""
+        watcher = self._watcher
+        if watcher is None:
+            watcher = self._watcher = asyncio.get_running_loop().create_task(wait_disconnect(self._receive))
+            watcher.add_done_callback(self._client_gone)
+        return watcher
 
     def _client_gone(self, _: object) -> None:
         self._gone = True
@@ -324,7 +406,7 @@ class Exchange:
 
     # --- the connection's side ------------------------------------------------------------------
 
-    async def _deliver(self, send: Send, watcher: asyncio.Task[None]) -> None:
+    async def _deliver(self, send: Send) -> None:
         """Answer according to the first item: nothing if the client has gone, JSON for
         a lone response (or the -32800 of a cancelled handler; a 429 or 503 with
         ``Retry-After``), else an SSE stream (also when the handler ends its connection
@@ -344,6 +426,7 @@ class Exchange:
             return
         del first  # self._held has it until it is written
         self._started = "sse"
+        watcher = self.watch()  # a stream may last: its client's disconnect is watched from now on
         await start_sse(send)
         if self._stored_in is None:
             await self._stream_direct(send)

@@ -70,6 +70,9 @@ _TIMEOUT: Final = (
 #: The end of a request head: an empty line (h11 also takes a bare LF; llhttp refuses one).
 _BLANK_LINE: Final = re.compile(rb"\n\r?\n")
 
+#: The largest write that a held response head is joined with (a larger one follows it).
+_JOIN_MAX: Final = 64 * 1024
+
 #: Candidates for eviction looked at, oldest first, for one that holds nothing unread.
 _LOOK_AT: Final = 16
 
@@ -242,6 +245,80 @@ class Slots:
             owing.clear()
 
 
+class _Corked:
+    """A guarded connection's transport, which sends a response's head with what follows
+    it: uvicorn writes the status line and headers, then the body, in two writes — two
+    system calls and, for the client, two segments to read. A write that is a response
+    head (it begins ``HTTP/1.1``) is held until the next write, which takes it along (a
+    body over 64 KiB goes out after it, not copied into one buffer), or until the end of
+    the event loop's current iteration, or until the transport closes; nothing is
+    reordered. Everything else is the transport's own."""
+
+    __slots__ = ("_transport", "_loop", "_held")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            if len(data) <= _JOIN_MAX:
+                self._transport.write(b"".join((held, data)))  # any bytes-like body
+                return
+            self._transport.write(held)
+        elif isinstance(data, bytes) and data.startswith(b"HTTP/1.1 "):
+            self._held = data
+            self._loop.call_soon(self.flush)
+            return
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        """Write the held head, if any (dropped if the connection is gone meanwhile, as
+        uvicorn drops what a disconnected client is sent). Never raises."""
+        held = self._held
+        if held is not None:
+            self._held = None
+            if not self._transport.is_closing():
+                self._transport.write(held)
+
+    def writelines(self, lines: Any) -> None:
+        self.flush()
+        self._transport.writelines(lines)
+
+    def close(self) -> None:
+        self.flush()  # what was written goes out before the close
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._held = None
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + len(self._held or b"")
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class _Guard(asyncio.Protocol):
     """The caps, deadlines and slots, mixed in before one of uvicorn's HTTP/1.1 protocols.
     The subclass for each parser says what the connection owes (:meth:`_owes`) and counts
@@ -266,6 +343,7 @@ class _Guard(asyncio.Protocol):
     flow: Any
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        transport = _Corked(transport, asyncio.get_running_loop())  # type: ignore[assignment]
         super().connection_made(transport)
         sock = transport.get_extra_info("socket")
         self._fd = sock.fileno() if sock is not None else -1
@@ -546,4 +624,3 @@ def guarded_protocol(
         "_max_headers": max_headers,
     }
     return type(f"Guarded{base.__name__}", (base,), settings)
-

@@ -42,7 +42,7 @@ from .asgi import (
     wait_disconnect,
 )
 from .cluster import Cluster, connect_changes, unavailable
-from .exchange import Exchange
+from .exchange import Exchange, LateWatches
 from .sessions import HttpSession, SessionManager
 from .shutdown import answer_in, last_words
 from .streams import SseStream
@@ -96,6 +96,8 @@ class LegacyEndpoint:
         self._retry_ms = retry_ms
         #: Set by the app when its shutdown begins: requests cut then are answered (-32603).
         self.draining = False
+        #: When the exchanges of slow handlers begin to watch for their client's disconnect.
+        self._late = LateWatches()
 
     async def _live(self, session_id: str) -> HttpSession:
         """The live session ``session_id``; raises :class:`Reject`: 404 if there is none,
@@ -115,7 +117,7 @@ class LegacyEndpoint:
 
     # --- POST -------------------------------------------------------------------------------
 
-    async def post(
+    def post(
         self,
         receive: Receive,
         send: Send,
@@ -124,10 +126,11 @@ class LegacyEndpoint:
         session: HttpSession | None,
         engine: Engine,
         ev: Event | None,
-    ) -> None:
-        """Serve a POSTed message that is not a modern request. ``session`` is the live
-        session ``session_id`` names (None if it names none), ``engine`` the one that
-        parsed ``ev`` (the session's, or a fresh one); ``ev`` None is a message to ignore.
+    ) -> Awaitable[None]:
+        """Serve a POSTed message that is not a modern request (what to await: the
+        coroutine of the case's own method). ``session`` is the live session
+        ``session_id`` names (None if it names none), ``engine`` the one that parsed
+        ``ev`` (the session's, or a fresh one); ``ev`` None is a message to ignore.
 
         Raises :class:`Reject`: 404 for an unknown session; 400 for a missing session or
         an unsupported ``MCP-Protocol-Version``; 429 past ``max_session_requests``; 503
@@ -135,16 +138,15 @@ class LegacyEndpoint:
         the session's engine.
         """
         if not isinstance(ev, RequestReceived):
-            await self._message(send, session_id, session, ev)
-        elif session is not None:
-            await self._request(receive, send, headers, session, engine, ev)
-        elif ev.method == "initialize":
-            await self._initialize(send, engine, ev)
-        elif session_id:
+            return self._message(send, session_id, session, ev)
+        if session is not None:
+            return self._request(receive, send, headers, session, engine, ev)
+        if ev.method == "initialize":
+            return self._initialize(send, engine, ev)
+        if session_id:
             raise Reject(404, "Not Found: unknown or ended session")
-        else:
-            _refuse_modern_version_header(headers, ev)
-            raise Reject(400, "Bad Request: missing Mcp-Session-Id header")
+        _refuse_modern_version_header(headers, ev)
+        raise Reject(400, "Bad Request: missing Mcp-Session-Id header")
 
     async def _initialize(self, send: Send, engine: Engine, request: RequestReceived) -> None:
         """Run ``initialize`` and, if it succeeds, mint the session its response names
@@ -199,6 +201,7 @@ class LegacyEndpoint:
             retry_ms=self._retry_ms,
             after=self._sync_after(session),
             stopping=lambda: self.draining,
+            late=self._late,
         )
         session.busy += 1
         try:

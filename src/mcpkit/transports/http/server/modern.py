@@ -22,7 +22,7 @@ from ....protocol.headers import check_request_headers
 from ....protocol.versions import supports
 from ...base import RequestHandler
 from .asgi import Headers, Receive, Send, json_error, send_json
-from .exchange import Exchange
+from .exchange import Exchange, LateWatches
 
 __all__ = ["ErrorStatus", "ERROR_STATUSES", "ModernEndpoint"]
 
@@ -45,6 +45,8 @@ class ModernEndpoint:
         self._error_status = error_status
         #: Set by the app when its shutdown begins: requests cut then are answered (-32603).
         self.draining = False
+        #: When the exchanges of slow handlers begin to watch for their client's disconnect.
+        self._late = LateWatches()
 
     def status_of(self, error: McpError) -> int:
         """The HTTP status of a JSON response carrying ``error``: the handler's own
@@ -88,5 +90,6 @@ class ModernEndpoint:
             json_response=self._json_response,
             error_status=self.status_of,
             stopping=lambda: self.draining,
+            late=self._late,
         )
         await exchange.run(receive, send)
