@@ -358,3 +358,18 @@ async def test_https_is_verified(tmp_path: Path) -> None:
         server.close()
         for writer in raw.writers:
             writer.close()
+
+
+def test_the_pool_runs_on_uvloop() -> None:
+    """uvloop's transports are not asyncio.Transport subclasses: the pool takes them as
+    they are (a server run on uvloop whose lifespan calls another server, as a proxy's does)."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> None:
+        async with serve(lambda head, body: (ok(), False)) as (raw, client, url):
+            for _ in range(2):
+                response = await client.get(url)
+                assert response.json() == {"ok": True}
+            assert raw.connections == 1
+
+    uvloop.run(main())

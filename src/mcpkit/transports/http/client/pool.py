@@ -33,6 +33,7 @@ import ssl
 import time
 from collections import deque
 from collections.abc import AsyncIterator
+from typing import cast
 
 import httpx
 
@@ -73,8 +74,8 @@ class _Connection(asyncio.Protocol):
     # asyncio's callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport, though not always an asyncio.Transport: uvloop's are its own classes
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
