@@ -129,8 +129,7 @@ class ServerStdio:
         self._flow = Flow()
         self._inbox = Inbox(lambda data: None)
         self._writer: asyncio.WriteTransport | None = None
-        self._batch: list[bytes] = []  # short messages sent after the first in this turn of the loop
-        self._turn = False  # a short message was written in this turn: the next ones are batched
+        self._batch: list[bytes] = []  # short messages given to send_in_turn in this turn of the loop
         self._loop: asyncio.AbstractEventLoop  # set by start, before anything is written
         self._bulk: BulkWriter | None = None  # large answers, straight from their bytes
         self._reader: asyncio.ReadTransport | None = None
@@ -298,28 +297,19 @@ class ServerStdio:
     # --- writing ---------------------------------------------------------------------------
 
     def send(self, data: bytes) -> None:
-        """Write one message and its newline. The first short message of a turn of the
-        event loop is written at once; those sent after it in the same turn go out
-        together at the end of the turn, in one write (one system call, and one wake-up
-        of the reader, instead of one each); a long one goes after them, in order. Never
-        raises; dropped once stdout is gone."""
+        """Write one message and its newline, after those given to :meth:`send_in_turn`
+        in this turn. Never raises; dropped once stdout is gone."""
         writer = self._writer
         if writer is not None:
-            if len(data) < _JOIN_BELOW and not (self._bulk is not None and self._bulk.busy):
-                if self._turn:  # written to already in this turn: the rest joins the batch
-                    self._batch.append(data)
-                    return
-                self._turn = True
-                self._loop.call_soon(self._end_turn)
-                if not writer.is_closing():
-                    writer.write(data + NEWLINE)
-                return
-            self._flush()
+            if self._batch:
+                self._flush()
             if not writer.is_closing():
                 bulk = self._bulk
                 if bulk is not None and bulk.wanted(data):  # large, or behind a large one
                     bulk.write(data)
                     bulk.write(NEWLINE)
+                elif len(data) < _JOIN_BELOW:
+                    writer.write(data + NEWLINE)
                 else:  # no joined copy of a long answer
                     writer.write(data)
                     writer.write(NEWLINE)
@@ -332,13 +322,22 @@ class ServerStdio:
                     out.close()
                 self._finish("stdout closed")
 
-    def _end_turn(self) -> None:
-        self._turn = False
-        self._flush()
+    def send_in_turn(self, data: bytes) -> None:
+        """:meth:`send` at the end of this turn of the event loop, together with the
+        other short messages given here in the turn: one write (one system call, one
+        wake-up of the reader) for all of them. A long message is sent at once. Never
+        raises; dropped once stdout is gone."""
+        if self._writer is None or len(data) >= _JOIN_BELOW:
+            self.send(data)
+            return
+        batch = self._batch
+        batch.append(data)
+        if len(batch) == 1:
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Write the short messages batched in this turn, with their newlines, in one
-        write (to the bulk writer if it has something left, behind it)."""
+        """Write the messages batched in this turn, with their newlines, in one write (to
+        the bulk writer if it has something left, behind it)."""
         batch = self._batch
         if not batch:
             return
