@@ -8,6 +8,9 @@ the worker threads of plain ``def`` tools) per operation:
 - ``mem_echo_c1`` / ``mem_echo_async_c1`` / ``mem_echo_modern_c1``: ``Server.serve`` over an
   in-memory transport pair, raw JSON-RPC lines in and out, one request at a time: the
   stdio path without the pipes (legacy, legacy with the ``async def`` tool, modern);
+- ``mem_echo_c32`` / ``mem_echo_async_c32``: the same with 32 requests in flight (one
+  operation is one request); ``mem_fail_c1``: a plain ``def`` tool that raises, one at a
+  time (its ``isError`` result);
 - ``asgi_echo_c16`` / ``asgi_echo_modern_c16``: the Streamable HTTP app called as an ASGI
   application by 16 concurrent clients (legacy sessions, or modern stateless requests);
 - ``asgi_ask_c16``: a modern ``tools/call`` whose tool asks one question, and its retry
@@ -38,7 +41,17 @@ from typing import Any
 
 from .servers import log
 
-WORKLOADS = ("mem_echo_c1", "mem_echo_async_c1", "mem_echo_modern_c1", "asgi_echo_c16", "asgi_echo_modern_c16", "asgi_ask_c16")
+WORKLOADS = (
+    "mem_echo_c1",
+    "mem_echo_async_c1",
+    "mem_echo_modern_c1",
+    "mem_echo_c32",
+    "mem_echo_async_c32",
+    "mem_fail_c1",
+    "asgi_echo_c16",
+    "asgi_echo_modern_c16",
+    "asgi_ask_c16",
+)
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 META = {
@@ -91,7 +104,7 @@ def _instructions(chosen: list[str], pythons: dict[str, str]) -> int:
     print("| --- | --- | --- | --- |")
     for workload in chosen:
         counts: dict[str, int] = {}
-        n = 320 if workload.startswith("asgi_") else 200  # a multiple of the 16 clients
+        n = 320 if workload.endswith(("_c16", "_c32")) else 200  # a multiple of the 16 clients and of the 32 in flight
         for name, py in pythons.items():
             counts[name] = (_valgrind(py, workload, 6 * n) - _valgrind(py, workload, n)) // (5 * n)
             log(f"  {workload:>22} {name:>8}: {counts[name]:,} instructions per operation")
@@ -171,12 +184,17 @@ def _server(async_tools: bool = False) -> Any:
             """Return the text unchanged."""
             return text
 
+    def fail() -> str:
+        """Always raises."""
+        raise RuntimeError("intentional failure")
+
     async def ask(text: str, ctx: Context) -> str:
         """Ask the client who it is."""
         answer = await ctx.elicit("Who?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="who")
         return f"{text} {(answer.content or {}).get('name')}"
 
     server.tool(echo)
+    server.tool(fail)
     server.tool(ask)
     return server
 
@@ -202,7 +220,7 @@ async def _memory(workload: str) -> Any:
     """One request at a time over an in-memory pair: raw lines in, the answer out."""
     from mcpkit.transports.memory import memory_pair
 
-    server = _server(async_tools=workload == "mem_echo_async_c1")
+    server = _server(async_tools=workload.startswith("mem_echo_async"))
     ours, theirs = memory_pair()
     answers: asyncio.Queue[bytes] = asyncio.Queue()
     await ours.start(answers.put_nowait, lambda reason: None)
@@ -214,6 +232,36 @@ async def _memory(workload: str) -> Any:
         await answers.get()
         ours.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     meta = f',"_meta":{json.dumps(META)}' if modern else ""
+    if workload == "mem_fail_c1":
+
+        async def fail() -> int:
+            rid = next(ids)
+            ours.send(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fail","arguments":{}}}' % rid)
+            answer = json.loads(await answers.get())
+            assert answer["id"] == rid, answer
+            assert answer["result"]["isError"] is True, answer
+            return 1
+
+        return fail
+    if workload.endswith("_c32"):
+
+        async def op32() -> int:
+            sent = []
+            for _ in range(32):
+                rid = next(ids)
+                sent.append(rid)
+                ours.send(
+                    b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"t%d"}}}'
+                    % (rid, rid)
+                )
+            got = {}
+            for _ in range(32):
+                answer = json.loads(await answers.get())
+                got[answer["id"]] = answer["result"]["content"][0]["text"]
+            assert got == {rid: f"t{rid}" for rid in sent}, got
+            return 32
+
+        return op32
 
     async def op() -> int:
         rid = next(ids)

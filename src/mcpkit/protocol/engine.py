@@ -38,6 +38,7 @@ from .events import (
     RequestReceived,
     ResponseReceived,
 )
+from .head import read_head
 
 __all__ = ["Engine", "encode", "is_request_id"]
 
@@ -84,6 +85,7 @@ _decode_cancel: Final = msgspec.json.Decoder(_CancelNote).decode
 #: ``ValidationError``), not UTF-8, or nested deeper than the decoder recurses.
 _UNREADABLE: Final = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 _ID_IN_USE: Final = "Invalid Request: id is already in use by a request in progress"
+_OPEN_BRACE: Final = ord("{")  # what params that are an object start with (msgspec.Raw holds no whitespace before it)
 
 
 def is_request_id(rid: Any) -> bool:
@@ -278,7 +280,12 @@ class Engine:
             if type(method) is not str:
                 return Reply(_error_bytes(reply_id, INVALID_REQUEST, 'Invalid Request: "method" must be a string'))
             params = env.params
-            if params and bytes(memoryview(params)[:1]) != b"{":
+            # a request's head is read by every layer that serves it: decoded here, it also
+            # says whether the params are an object (a successful decode is one), which
+            # otherwise takes a look at their first byte (a memoryview: dearer than the decode)
+            head = read_head(params) if has_id and params else None
+            if params and not (head is not None and head.complete) and memoryview(params)[0] != _OPEN_BRACE:
+                head = None
                 if bytes(memoryview(params)[:4]) == b"null":
                     params = msgspec.Raw()
                 elif not has_id:
@@ -292,7 +299,7 @@ class Engine:
             if rid in self._incoming:
                 return Reply(_error_bytes(rid, INVALID_REQUEST, _ID_IN_USE))
             self._incoming[rid] = None
-            return RequestReceived(rid, method, params)
+            return RequestReceived(rid, method, params, head)
         return self._response(env, rid, has_id, reply_id)
 
     def _response(self, env: _Envelope, rid: Any, has_id: bool, reply_id: RequestId | None) -> Event | None:

@@ -196,6 +196,8 @@ def flatten_text(text: str | bytes, limit: int = DEFAULT_MAX_ERROR_TEXT) -> str:
         raise ValueError("limit must be at least 4 bytes")
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
+    if text.isascii() and text.isprintable():  # fast path: no control character, no surrogate
+        return text if len(text) <= limit else text[: limit - _ELLIPSIS_BYTES] + _ELLIPSIS
     control, surrogate = _patterns()
     text = control.sub(" ", text)
     if surrogate.search(text):

@@ -46,12 +46,14 @@ class Outgoing:
 class RequestReceived:
     __slots__ = ("_head", "id", "method", "params")
 
-    def __init__(self, rid: RequestId, method: str, params: msgspec.Raw) -> None:
+    def __init__(self, rid: RequestId, method: str, params: msgspec.Raw, head: RequestHead | None = None) -> None:
+        """``head``: what :func:`~.head.read_head` made of ``params`` already (None: it is
+        read on first use)."""
         self.id = rid
         self.method = method
         #: The raw JSON of ``params`` (empty when absent): :attr:`head` is what it says.
         self.params = params
-        self._head: RequestHead | None = None
+        self._head = head
 
     @property
     def head(self) -> RequestHead:

@@ -32,6 +32,11 @@ interface above): a transport that reads what it carries (the HTTP client transp
 picks each message's era and headers from it) is handed each message the driver builds
 together with its method, id and params as built, so that it does not decode the bytes
 that were just encoded. Every other transport gets the bytes alone, through ``send``.
+Another is the same kind (:class:`SendsInTurns`): a transport that can join the messages
+of one turn of the event loop into one write is handed an answer that way while other
+requests are in flight (more answers are then likely in the same turn), and through
+``send`` otherwise (one request at a time: the answer goes out at once, with nothing
+scheduled).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ __all__ = [
     "Restartable",
     "SupervisesStart",
     "TakesMessages",
+    "SendsInTurns",
     "OnMessage",
     "OnClose",
 ]
@@ -139,4 +145,17 @@ class TakesMessages(Protocol):
         """``send(data)`` for a message the driver built: the request ``rid`` (None: a
         notification) of ``method`` with ``params`` as the caller built them (not to be
         changed), encoded as ``data``. Never blocks; never raises for a closed channel."""
+        ...
+
+
+@runtime_checkable
+class SendsInTurns(Protocol):
+    """A transport that can write the messages of one turn of the event loop together
+    (optional; mcpkit's server stdio does): one write, and one wake-up of the reader,
+    instead of one each."""
+
+    def send_in_turn(self, data: bytes) -> None:
+        """``send(data)`` at the end of this turn of the event loop, together with the
+        others sent so, in order; a message given to ``send`` meanwhile goes after them.
+        Never blocks; never raises for a closed channel."""
         ...

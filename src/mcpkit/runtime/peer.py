@@ -48,7 +48,7 @@ from ..protocol.events import (
     ResponseReceived,
 )
 from ..protocol.framing import OVERSIZED
-from .channel import Pausable, TakesMessages, Transport, WriteBlocking
+from .channel import Pausable, SendsInTurns, TakesMessages, Transport, WriteBlocking
 from .outcome import deliver, fail_waiters, respond, respond_failure
 
 __all__ = ["Peer", "ProgressCallback", "check_timeout"]
@@ -112,6 +112,8 @@ class Peer:
         self._writes = transport if isinstance(transport, WriteBlocking) else None
         #: A transport that reads what it carries is handed our messages with what they say.
         self._messages = transport if isinstance(transport, TakesMessages) else None
+        #: A transport that joins a turn's messages: answers given to it while others are in flight.
+        self._turns = transport if isinstance(transport, SendsInTurns) else None
         self._held: deque[Outgoing] = deque()  # our requests not handed over yet: writes are stalled
         self._pump: asyncio.Task[None] | None = None
         #: What a cancelled inbound request is answered with (None: nothing, it is abandoned).
@@ -220,7 +222,10 @@ class Peer:
             except (TypeError, ValueError, msgspec.EncodeError):
                 data, _ = respond(engine, rid, ev.method, result)  # logs it, answers -32603
         if data is not None:  # the transport drops it if it can no longer write
-            self.transport.send(data)
+            if self._in_flight > 1 and self._turns is not None:  # more answers are likely in this turn
+                self._turns.send_in_turn(data)
+            else:
+                self.transport.send(data)
             await self.transport.drain()
 
     def _on_close(self, reason: str | None) -> None:

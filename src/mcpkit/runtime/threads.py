@@ -72,10 +72,18 @@ class _Inbox:
 _inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
 
 
+_last: _Inbox | None = None  # the inbox asked for last: most programs run one loop
+
+
 def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
+    global _last
+    inbox = _last
+    if inbox is not None and inbox._loop is loop:
+        return inbox
     inbox = _inboxes.get(loop)
     if inbox is None:
         inbox = _inboxes[loop] = _Inbox(loop)
+    _last = inbox
     return inbox
 
 

@@ -302,7 +302,7 @@ def _is_tool_error(raw: Any) -> bool:
 
 # --- the server side ----------------------------------------------------------------------------
 
-#: ``Dispatcher.serve(request, *, session, outbound)``.
+#: ``Dispatcher.serve(request, *, session, outbound, loop=None)``.
 ServerHandle = Callable[..., Awaitable[Any]]
 
 
@@ -312,13 +312,14 @@ def trace_server_requests(handle: ServerHandle, setting: TracingOption, modern_o
     ``modern_ok()`` says whether the server serves modern requests (else a request's
     modern ``_meta`` does not make it modern)."""
 
-    def traced(request: RequestReceived, **kwargs: Any) -> Awaitable[Any]:
+    def traced(request: RequestReceived, *, session: Any, outbound: Any, loop: Any = None) -> Awaitable[Any]:
+        # the keywords named, not gathered into a dict and spread again: this is every request's path
         if setting is None and "opentelemetry.trace" not in sys.modules:  # active_tracer's first answer, inlined
-            return handle(request, **kwargs)
+            return handle(request, session=session, outbound=outbound, loop=loop)
         tracer = active_tracer(setting)
         if tracer is None:
-            return handle(request, **kwargs)
-        return _server_span(tracer, handle, modern_ok, request, kwargs)
+            return handle(request, session=session, outbound=outbound, loop=loop)
+        return _server_span(tracer, handle, modern_ok, request, {"session": session, "outbound": outbound, "loop": loop})
 
     return traced
 

@@ -174,10 +174,19 @@ class Dispatcher:
         """The revisions of the eras served, newest first."""
         return [version for policy in self.registry.settings.policies for version in policy.versions]
 
-    async def serve(self, request: RequestReceived, *, session: Session, outbound: Outbound) -> Any:
+    async def serve(
+        self,
+        request: RequestReceived,
+        *,
+        session: Session,
+        outbound: Outbound,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Any:
         """Serve one request; returns the result or raises :class:`McpError`. Only
-        ``CancelledError`` propagates otherwise (the handler is cancelled with it)."""
-        self.registry.hub.serving(asyncio.get_running_loop())
+        ``CancelledError`` propagates otherwise (the handler is cancelled with it).
+        ``loop`` is the running loop, when the caller knows it (asking for it is a
+        system call, ``getpid``, on Python 3.11)."""
+        self.registry.hub.serving(loop if loop is not None else asyncio.get_running_loop())
         method = request.method
         head = request.head
         meta = head.read_meta()

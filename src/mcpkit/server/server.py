@@ -559,10 +559,12 @@ class Server(Registration):
         handlers get their grace, and each one cancelled after it is answered -32603
         :data:`~.stopping.SHUTDOWN_MESSAGE`."""
         session = Session()
+        loop = asyncio.get_running_loop()
 
         def on_request(ev: RequestReceived) -> Awaitable[Any]:
             # what the Peer awaits, inside its own error handling: no coroutine of our own per request
-            return self._dispatcher.serve(ev, session=session, outbound=peer)
+            # (and the loop given, not asked for: a system call per request on Python 3.11)
+            return self._dispatcher.serve(ev, session=session, outbound=peer, loop=loop)
 
         def on_notification(method: str, params: msgspec.Raw) -> None:
             self.notified(session, method)
@@ -575,7 +577,7 @@ class Server(Registration):
             max_message_size=self.max_message_size,
             max_in_flight=self.max_in_flight,
         )
-        self._registry.hub.serving(asyncio.get_running_loop())
+        self._registry.hub.serving(loop)
         try:
             await self._lifespan.enter()
         except BaseException:

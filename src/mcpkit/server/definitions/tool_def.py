@@ -66,6 +66,7 @@ class ToolDef:
         "name",
         "output_validator",
         "params",
+        "plain",
         "raw",
         "task",
         "tool",
@@ -118,6 +119,9 @@ class ToolDef:
         #: Parameter name -> converter (None: pass the JSON value as is).
         self.params = params
         self.var_kwargs = var_kwargs
+        #: The arguments are the keyword arguments as they are: no converter, nothing the
+        #: server fills, no ``**kwargs`` (then a call's arguments, once valid, need no binding).
+        self.plain = not var_kwargs and context_param is None and not injected and all(c is None for c in params.values())
         self.validator: Validator = compile_schema(tool.input_schema, trusted=not raw)
         self.output_validator = compile_schema(tool.output_schema, trusted=not raw) if tool.output_schema is not None else None
         self.wrap_result = wrap_result
@@ -191,10 +195,14 @@ class ToolDef:
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
 
     async def _run(self, arguments: dict[str, Any], ctx: Context, *, mask: bool, limit: int) -> CallToolResult:
-        self.check_arguments(arguments, limit)
+        if self.validator.describe(arguments) is not None:  # check_arguments, inlined for valid arguments
+            self.check_arguments(arguments, limit)
         if self.raw:
             args: tuple[Any, ...] = (arguments, ctx) if self.context_param else (arguments,)
             kwargs: dict[str, Any] = {}
+        elif self.plain and arguments.keys() <= self.params.keys():
+            # what _bind would build, entry for entry (the call copies it into the function's own)
+            args, kwargs = (), arguments
         else:
             args, kwargs = (), self._bind(arguments, ctx, limit)
         try:

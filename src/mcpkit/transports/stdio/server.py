@@ -23,7 +23,7 @@ import select
 import stat
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ...protocol.framing import NEWLINE, LineFramer
@@ -129,6 +129,8 @@ class ServerStdio:
         self._flow = Flow()
         self._inbox = Inbox(lambda data: None)
         self._writer: asyncio.WriteTransport | None = None
+        self._batch: list[bytes] = []  # short messages given to send_in_turn in this turn of the loop
+        self._loop: asyncio.AbstractEventLoop  # set by start, before anything is written
         self._bulk: BulkWriter | None = None  # large answers, straight from their bytes
         self._reader: asyncio.ReadTransport | None = None
         self._hangup: _HangupWatch | None = None
@@ -147,7 +149,7 @@ class ServerStdio:
 
     async def start(self, on_message: OnMessage, on_close: OnClose) -> None:
         """Take over stdin and stdout. Raises ``OSError`` if they cannot be used."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._on_close = on_close
         self._inbox.on_message = on_message
         self._lost_writer = loop.create_future()
@@ -295,17 +297,22 @@ class ServerStdio:
     # --- writing ---------------------------------------------------------------------------
 
     def send(self, data: bytes) -> None:
-        if self._writer is not None:
-            if not self._writer.is_closing():
+        """Write one message and its newline, after those given to :meth:`send_in_turn`
+        in this turn. Never raises; dropped once stdout is gone."""
+        writer = self._writer
+        if writer is not None:
+            if self._batch:
+                self._flush()
+            if not writer.is_closing():
                 bulk = self._bulk
                 if bulk is not None and bulk.wanted(data):  # large, or behind a large one
                     bulk.write(data)
                     bulk.write(NEWLINE)
                 elif len(data) < _JOIN_BELOW:
-                    self._writer.write(data + NEWLINE)
+                    writer.write(data + NEWLINE)
                 else:  # no joined copy of a long answer
-                    self._writer.write(data)
-                    self._writer.write(NEWLINE)
+                    writer.write(data)
+                    writer.write(NEWLINE)
         elif self._out_file is not None:
             try:
                 self._out_file.write(data + NEWLINE)
@@ -314,6 +321,36 @@ class ServerStdio:
                 with contextlib.suppress(OSError):
                     out.close()
                 self._finish("stdout closed")
+
+    def send_in_turn(self, data: bytes) -> None:
+        """:meth:`send` at the end of this turn of the event loop, together with the
+        other short messages given here in the turn: one write (one system call, one
+        wake-up of the reader) for all of them. A long message is sent at once. Never
+        raises; dropped once stdout is gone."""
+        if self._writer is None or len(data) >= _JOIN_BELOW:
+            self.send(data)
+            return
+        batch = self._batch
+        batch.append(data)
+        if len(batch) == 1:
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write the messages batched in this turn, with their newlines, in one write (to
+        the bulk writer if it has something left, behind it)."""
+        batch = self._batch
+        if not batch:
+            return
+        data = batch[0] + NEWLINE if len(batch) == 1 else NEWLINE.join(batch) + NEWLINE
+        batch.clear()
+        writer = self._writer
+        if writer is None or writer.is_closing():
+            return
+        bulk = self._bulk
+        if bulk is not None and bulk.busy:
+            bulk.write(data)
+        else:
+            writer.write(data)
 
     def _bulk_busy(self, busy: bool) -> None:
         """The bulk writer has something left to write (hold senders and reading back,
@@ -324,8 +361,10 @@ class ServerStdio:
             self._flow.resume_writing()
         self._hold_for_writing(busy)
 
-    async def drain(self) -> None:
-        await self._flow.drain()
+    def drain(self) -> Coroutine[Any, Any, None]:
+        """Wait while stdout is backed up (returns at once if it is not). Not a coroutine
+        itself: awaiting it adds no frame to every answer's path."""
+        return self._flow.drain()
 
     async def close(self) -> None:
         """Stop reading, flush what is buffered for stdout (up to 5 s), close. Never
@@ -333,6 +372,7 @@ class ServerStdio:
         self._stopped = True
         self._inbox.clear()
         self._more.set()
+        self._flush()  # what this turn sent goes before the close
         if self._hangup is not None:
             self._hangup.close()
         if self._reader is not None:
