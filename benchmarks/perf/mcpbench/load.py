@@ -323,6 +323,32 @@ async def measure_import(server: Server, workload: Workload, settings: Settings)
     }
 
 
+async def measure_import_cpu(server: Server, workload: Workload, settings: Settings) -> dict[str, Any]:
+    """The CPU time (user and system, ``time.process_time``) of the server's import
+    statement alone in a fresh interpreter, median of several runs: the interpreter's own
+    start-up is left out, so that the ratio to ``import asyncio, msgspec`` is the import's."""
+    assert server.import_stmt is not None
+    code = f"import time, sys\nt0 = time.process_time()\n{server.import_stmt}\nsys.stdout.write(repr(time.process_time() - t0))\n"
+    times: list[float] = []
+    for i in range(settings.imports + 1):
+        proc = await asyncio.create_subprocess_exec(
+            server.python, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise BenchError(f"{server.import_stmt!r} failed: {err.decode()[-300:]}")
+        if i:
+            times.append(float(out) * 1000)
+    return {
+        "server": server.name,
+        "import_cpu_ms": round(statistics.median(times), 2),
+        "samples_ms": [round(t, 2) for t in times],
+        "ops": len(times),
+        "valid": True,
+        "problems": [],
+    }
+
+
 async def measure(server: Server, workload: Workload, settings: Settings, target: Server | None = None) -> dict[str, Any]:
     """One measurement of one server (of a client workload: one client, against
     ``target``) on one workload. Never raises for the server's failures: those come back
@@ -337,6 +363,8 @@ async def measure(server: Server, workload: Workload, settings: Settings, target
             return await measure_startup(server, workload, settings)
         if workload.kind == "import":
             return await measure_import(server, workload, settings)
+        if workload.kind == "import_cpu":
+            return await measure_import_cpu(server, workload, settings)
         if workload.transport == "http":
             return await measure_http(server, workload, settings)
         return await measure_stdio(server, workload, settings)

@@ -116,6 +116,8 @@ class Interpreters:
 CATALOGUE: dict[str, tuple[str, str, str, str, tuple[str, ...], str | None]] = {
     "floor": ("floor", "stdlib floor", "raw_floor.py", "legacy", (), None),
     "asgi-floor": ("mcpkit", "bare ASGI floor", "asgi_floor.py", "legacy", (), None),
+    # the import_cpu workload's floor: what a server on mcpkit's stack imports anyway (no server)
+    "import-floor": ("mcpkit", "import asyncio, msgspec", "raw_floor.py", "legacy", (), "import asyncio, msgspec"),
     "mcpkit": ("mcpkit", "mcpkit", "mcpkit_server.py", "legacy", (), "from mcpkit import Server"),
     "mcpkit-baseline": ("baseline", "mcpkit, baseline", "mcpkit_server.py", "legacy", (), "from mcpkit import Server"),
     "mcpkit-modern": ("mcpkit", "mcpkit, modern era", "mcpkit_server.py", "modern", (), None),

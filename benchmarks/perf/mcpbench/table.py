@@ -22,7 +22,7 @@ from .load import Settings, measure
 from .servers import CATALOGUE, CLIENTS, ROOT, Interpreters, client, label, log, server, versions
 from .workloads import BY_ID, REFERENCE, TARGETS, WORKLOADS, Workload
 
-UNITS = {"rps": "req/s", "mb_s": "MB/s", "startup_ms": "ms", "import_ms": "ms", "fanout_ms": "ms"}
+UNITS = {"rps": "req/s", "mb_s": "MB/s", "startup_ms": "ms", "import_ms": "ms", "import_cpu_ms": "ms", "fanout_ms": "ms"}
 
 
 def mmm(values: list[float | None]) -> dict[str, float] | None:
@@ -162,10 +162,10 @@ def markdown(results: dict[str, Any], chart: str | None = None) -> str:
                 f"{cell(s['peak_rss_mb'])} | {cell(s['cpu_us_per_op'])} | {cell(s.get(f'x_{REFERENCE}'), '×')} | "
                 f"{cell(s.get('x_' + str(w['floor'])), '×')} |"
             )
-    lines += ["", "| target (mcpkit, median) | measured | met |", "| --- | --- | --- |"]
+    lines += ["", "| target (median) | measured | met |", "| --- | --- | --- |"]
     for t in TARGETS:
         w = results["workloads"].get(t.workload)
-        s = w["servers"].get("mcpkit") if w else None
+        s = w["servers"].get(t.server) if w else None
         if s is None:
             continue
         if t.kind == "ratio":
@@ -175,7 +175,8 @@ def markdown(results: dict[str, Any], chart: str | None = None) -> str:
             stats = s.get("peak_rss_mb") if t.kind == "rss" else s.get(w["metric"])
             suffix = " MB" if t.kind == "rss" else f" {UNITS[w['metric']]}"
             met = stats is not None and stats["median"] <= t.threshold
-        lines.append(f"| {BY_ID[t.workload].title}: {t.text} | {cell(stats, suffix)} | {'yes' if met else '**no**'} |")
+        who = CATALOGUE[t.server][1]
+        lines.append(f"| {BY_ID[t.workload].title}, {who}: {t.text} | {cell(stats, suffix)} | {'yes' if met else '**no**'} |")
     if chart:
         lines += ["", f"![Ratios against the official SDK]({chart})"]
     return "\n".join(lines) + "\n"
