@@ -102,7 +102,9 @@ class HttpExchange:
         if url is not self._url_text:  # parsed once, not per request
             self._url, self._url_text = httpx.URL(url), url
         try:
-            if self._pool is not None and self._settings.auth is None:
+            # direct unless httpx's auth layer has something to do: an ``auth``, or a URL's
+            # credentials (which AsyncClient.send sends as Basic auth)
+            if self._pool is not None and self._settings.auth is None and not self._url.userinfo:
                 return await self._send_direct(verb, headers, body, timeout)
             request = self._client.build_request(verb, self._url, content=body, headers=headers, timeout=timeout or self._timeout)
             return await self._client.send(request, stream=True, auth=self._auth())

@@ -29,6 +29,7 @@ Imported by :meth:`~.exchange.HttpExchange.open`, when the transport starts, as 
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import time
 from collections import deque
@@ -47,6 +48,14 @@ _HIGH_WATER = 1024 * 1024
 _ONE_WRITE = 64 * 1024
 _CRLF = b"\r\n"
 _HEAD_END = b"\r\n\r\n"
+#: A field name (RFC 9110, 5.6.2: a token).
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: What no field value or reason phrase holds: control characters but HTAB (a bare CR or
+#: LF would be a line of its own to another parser).
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+#: A chunk's size line: hex digits (at most 16: a size that fits in 64 bits), optional
+#: whitespace, optional extensions (RFC 9112, 7.1).
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?", re.DOTALL)
 
 Origin = tuple[str, str, int]
 
@@ -115,10 +124,7 @@ class _Connection(asyncio.Protocol):
     async def receive(self, timeout: float | None) -> None:
         """Wait until more bytes arrive or the socket closes. Raises ``TimeoutError``
         after ``timeout`` seconds (None: no limit); cancellation propagates."""
-        if self._paused:
-            self._paused = False
-            if self.transport is not None:
-                self.transport.resume_reading()
+        self.resume()
         waiter = self._waiter = asyncio.get_running_loop().create_future()
         if timeout is None:
             await waiter
@@ -140,9 +146,26 @@ class _Connection(asyncio.Protocol):
                 raise OSError("the connection closed while sending") from self.error
 
     def close(self) -> None:
+        """Close the socket now: aborted if bytes wait unsent (a graceful close would
+        wait for a peer that may never read them); a read or write waiting on it wakes."""
         self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        transport = self.transport
+        if transport is not None:
+            if transport.get_write_buffer_size():
+                transport.abort()
+            else:
+                transport.close()
+        self._wake()
+        writable, self._writable = self._writable, None
+        if writable is not None and not writable.done():
+            writable.set_result(None)
+
+    def resume(self) -> None:
+        """Read again if reading was paused (an idle connection must see its close)."""
+        if self._paused:
+            self._paused = False
+            if self.transport is not None:
+                self.transport.resume_reading()
 
     def reusable(self, now: float, expiry: float | None) -> bool:
         """An idle connection that may carry another request: open, with nothing unread
@@ -217,13 +240,11 @@ class _Body(httpx.AsyncByteStream):
     async def _chunked(self) -> AsyncIterator[bytes]:
         buf = self._conn.buffer
         while True:
-            size_line = (await self._line()).split(b";", 1)[0].strip()
-            try:
-                size = int(size_line, 16)
-            except ValueError:
-                raise httpx.RemoteProtocolError(f"invalid chunk size {size_line[:32]!r}") from None
-            if size < 0:
+            size_line = await self._line()
+            match = _CHUNK_SIZE.fullmatch(size_line)
+            if match is None:
                 raise httpx.RemoteProtocolError(f"invalid chunk size {size_line[:32]!r}")
+            size = int(match[1], 16)
             if size == 0:
                 while await self._line():  # trailers, up to the empty line
                     pass
@@ -295,9 +316,12 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         scheme = url.scheme
         if scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"Request URL has an unsupported protocol '{scheme}://'.", request=request)
-        if not url.host:
+        if not url.raw_host:
             raise httpx.UnsupportedProtocol("Request URL is missing a host.", request=request)
-        origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        # the host as the URL encodes it (IDNA 2008, as the Host header says it): the socket
+        # layer would encode a name given as text with IDNA 2003 (faß.de: fass.de, another host)
+        host = url.raw_host.decode("ascii")
+        origin = (scheme, host, url.port or (443 if scheme == "https" else 80))
         timeouts = _timeouts(request)
         head = _head(request)
         body = request.content if _read(request) else None
@@ -333,7 +357,7 @@ class ConnectionPool(httpx.AsyncBaseTransport):
             if 100 <= status < 200 and status != 101:
                 continue  # informational: the response follows
             break
-        framing, length, keep = _framing(request.method, status, version, headers)
+        framing, length, keep = _framing(request, status, version, headers)
         stream = _Body(self, conn, framing, length, keep, read)
         if framing == "none":
             stream._give_back()
@@ -373,18 +397,25 @@ class ConnectionPool(httpx.AsyncBaseTransport):
                 await conn.receive(read)
             except TimeoutError:
                 raise httpx.ReadTimeout("timed out waiting for the response", request=request) from None
+        if end > MAX_HEAD:  # it all arrived at once: the limit holds all the same
+            raise httpx.RemoteProtocolError("the response's headers are too long", request=request)
         lines = bytes(buf[:end]).split(_CRLF)
         del buf[: end + 4]
         version, _, rest = lines[0].partition(b" ")
         code, _, reason = rest.partition(b" ")
-        if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or not code.isdigit():
+        if (
+            version not in (b"HTTP/1.1", b"HTTP/1.0")
+            or len(code) != 3
+            or not code.isdigit()
+            or _CONTROL.search(reason) is not None
+        ):
             raise httpx.RemoteProtocolError(f"not an HTTP/1.x response: {lines[0][:64]!r}", request=request)
         headers: list[tuple[bytes, bytes]] = []
         for line in lines[1:]:
             name, colon, value = line.partition(b":")
-            if not colon or not name or name != name.strip():
+            if not colon or _TOKEN.fullmatch(name) is None or _CONTROL.search(value) is not None:
                 raise httpx.RemoteProtocolError(f"invalid response header {line[:64]!r}", request=request)
-            headers.append((name, value.strip()))
+            headers.append((name, value.strip(b" \t")))
         return int(code), reason, version, headers
 
     async def _acquire(self, origin: Origin, timeouts: dict[str, float | None], request: httpx.Request) -> _Connection:
@@ -409,15 +440,17 @@ class ConnectionPool(httpx.AsyncBaseTransport):
             try:
                 async with asyncio.timeout(timeouts.get("pool")):
                     await waiter
-            except TimeoutError:
-                raise httpx.PoolTimeout("timed out waiting for a connection", request=request) from None
-            except BaseException:
+            except BaseException as exc:
                 if waiter.done() and not waiter.cancelled():
-                    self._wake_one()  # woken, then cancelled: the turn passes on
+                    self._wake_one()  # woken, then cancelled or timed out: the turn passes on
+                if isinstance(exc, TimeoutError):
+                    raise httpx.PoolTimeout("timed out waiting for a connection", request=request) from None
                 raise
             finally:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+            if self._closed:
+                raise httpx.ConnectError("the HTTP client is closed", request=request)
             idle = self._idle.get(origin)
             while idle:
                 conn = idle.pop()
@@ -462,6 +495,7 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         if conn not in self._open:
             return
         if keep and not self._closed and conn.reusable(0.0, None) and self._idle_count < self._max_keepalive:
+            conn.resume()  # reading paused while its response arrived: it must see a close
             conn.idle_since = time.monotonic()
             self._idle.setdefault(conn.origin, deque()).append(conn)
             self._idle_count += 1
@@ -492,13 +526,19 @@ class ConnectionPool(httpx.AsyncBaseTransport):
                 return
 
     async def aclose(self) -> None:
-        """Close every connection, idle or in use; later requests raise ``ConnectError``."""
+        """Close every connection, idle or in use (a request reading or sending on one
+        raises ``RemoteProtocolError``); requests waiting for a connection, and later
+        ones, raise ``ConnectError``."""
         self._closed = True
         for conn in list(self._open):
             conn.close()
         self._open.clear()
         self._idle.clear()
         self._idle_count = 0
+        waiters, self._waiters = self._waiters, deque()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 def _read(request: httpx.Request) -> bool:
@@ -526,32 +566,41 @@ def _head(request: httpx.Request) -> bytes:
     return _CRLF.join(lines)
 
 
-def _framing(method: str, status: int, version: bytes, headers: list[tuple[bytes, bytes]]) -> tuple[str, int, bool]:
-    """How the response's body ends (RFC 9112, 6.3): ``(framing, length, keep_alive)``."""
+def _framing(request: httpx.Request, status: int, version: bytes, headers: list[tuple[bytes, bytes]]) -> tuple[str, int, bool]:
+    """How the response's body ends (RFC 9112, 6.3): ``(framing, length, keep_alive)``.
+    Framing that parsers could read two ways is refused (``RemoteProtocolError``), as
+    h11 refuses it: a ``Content-Length`` that is not digits, or several that differ; a
+    transfer coding other than a lone ``chunked``. Chunked with a ``Content-Length`` is
+    read chunked, and its connection not used again."""
     length: int | None = None
     chunked = False
     close = version == b"HTTP/1.0"
     for name, value in headers:
         lower = name.lower()
         if lower == b"content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                raise httpx.RemoteProtocolError(f"invalid Content-Length {value[:32]!r}") from None
-            if length < 0:
-                raise httpx.RemoteProtocolError(f"invalid Content-Length {value[:32]!r}")
+            for item in value.split(b","):
+                item = item.strip(b" \t")
+                if not item.isdigit() or len(item) > 18:  # ASCII digits (no sign, no "_"), under 10**18
+                    raise httpx.RemoteProtocolError(f"invalid Content-Length {value[:32]!r}", request=request)
+                if length is not None and int(item) != length:
+                    raise httpx.RemoteProtocolError("conflicting Content-Length headers", request=request)
+                length = int(item)
         elif lower == b"transfer-encoding":
-            chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
+            if chunked or value.lower() != b"chunked":
+                raise httpx.RemoteProtocolError(f"unsupported Transfer-Encoding {value[:32]!r}", request=request)
+            chunked = True
         elif lower == b"connection":
             tokens = {t.strip() for t in value.lower().split(b",")}
             if b"close" in tokens:
                 close = True
             elif b"keep-alive" in tokens and version == b"HTTP/1.0":
                 close = False
-    if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+    if status == 101:  # the connection speaks another protocol from here on
+        return "none", 0, False
+    if request.method == "HEAD" or status in (204, 304) or 100 <= status < 200:
         return "none", 0, not close
     if chunked:
-        return "chunked", 0, not close
+        return "chunked", 0, not close and length is None
     if length is not None:
         return ("length", length, not close) if length else ("none", 0, not close)
     return "close", 0, False
