@@ -342,6 +342,7 @@ async def test_https_is_verified(tmp_path: Path) -> None:
     cert, key = _self_signed(tmp_path)
     serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     serving.load_cert_chain(cert, key)
+    serving.set_alpn_protocols(["h2", "http/1.1"])
     raw = RawServer(lambda head, body: (ok(body), False))
     server = await asyncio.start_server(raw.handle, "127.0.0.1", 0, ssl=serving)
     url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
@@ -351,6 +352,8 @@ async def test_https_is_verified(tmp_path: Path) -> None:
             for i in range(3):
                 assert (await client.post(url, content=b"%d" % i)).content == b"%d" % i
         assert raw.connections == 1
+        # HTTP/1.1 offered by ALPN, as httpcore does: a server that also speaks h2 picks 1.1
+        assert raw.writers[0].get_extra_info("ssl_object").selected_alpn_protocol() == "http/1.1"
         async with httpx.AsyncClient(transport=ConnectionPool()) as client:
             with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                 await client.get(url)

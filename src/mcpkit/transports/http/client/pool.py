@@ -301,7 +301,10 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         keepalive_expiry: float | None = 5.0,
     ) -> None:
         self._verify = verify
-        self._ssl: ssl.SSLContext | None = verify if isinstance(verify, ssl.SSLContext) else None
+        self._ssl: ssl.SSLContext | None = None
+        if isinstance(verify, ssl.SSLContext):
+            verify.set_alpn_protocols(["http/1.1"])  # as httpcore does with a context it is given
+            self._ssl = verify
         self._max_connections = max_connections
         self._max_keepalive = max_keepalive
         self._expiry = keepalive_expiry
@@ -482,12 +485,9 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         return conn
 
     def _context(self) -> ssl.SSLContext | None:
-        if self._verify is False:
-            if self._ssl is None:
-                self._ssl = httpx.create_ssl_context(verify=False)
-            return self._ssl
         if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()
+            self._ssl = httpx.create_ssl_context(verify=False) if self._verify is False else httpx.create_ssl_context()
+            self._ssl.set_alpn_protocols(["http/1.1"])  # HTTP/1.1 offered by ALPN, as httpcore does
         return self._ssl
 
     def _release(self, conn: _Connection, keep: bool) -> None:
