@@ -190,15 +190,22 @@ class _Body(httpx.AsyncByteStream):
         self._released = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        if self._framing == "length":
-            async for part in self._fixed():
-                yield part
-        elif self._framing == "chunked":
-            async for part in self._chunked():
-                yield part
-        elif self._framing == "close":
-            async for part in self._until_close():
-                yield part
+        try:
+            if self._framing == "length":
+                async for part in self._fixed():
+                    yield part
+            elif self._framing == "chunked":
+                async for part in self._chunked():
+                    yield part
+            elif self._framing == "close":
+                async for part in self._until_close():
+                    yield part
+        except BaseException:
+            # a read that failed or was cancelled (or a caller that stopped iterating)
+            # closes the connection at once, as httpcore does: the server sees the client
+            # gone even when nobody closes the response (a modern request is cancelled so)
+            self._give_back()
+            raise
         self._done = True
         self._give_back()
 
