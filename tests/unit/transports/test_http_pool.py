@@ -376,3 +376,32 @@ def test_the_pool_runs_on_uvloop() -> None:
             assert raw.connections == 1
 
     uvloop.run(main())
+
+
+async def test_a_body_read_cancelled_closes_its_connection_at_once() -> None:
+    """A read of the body that is cancelled closes the connection then, not when (or if)
+    the response is closed: the server sees the client gone, as with httpcore."""
+    gone = asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")  # 7 bytes never come
+        await writer.drain()
+        if await reader.read() == b"":
+            gone.set()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+    try:
+        async with httpx.AsyncClient(transport=ConnectionPool()) as client:
+            response = await client.send(client.build_request("GET", url), stream=True)
+            reading = asyncio.ensure_future(response.aread())
+            await asyncio.sleep(0)  # the read is under way, waiting for the rest
+            reading.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await reading
+            await asyncio.wait_for(gone.wait(), 30)  # before the response is closed
+            await response.aclose()
+    finally:
+        server.close()
