@@ -16,7 +16,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,37 +290,45 @@ async def measure_startup(server: Server, workload: Workload, settings: Settings
 _IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)")
 
 
+async def _imports(server: Server, settings: Settings, args: list[str], figure: Callable[[str, str], float]) -> list[float]:
+    """Run ``python ARGS`` ``settings.imports`` times (after one unmeasured run) and read
+    each run's figure from its stdout and stderr. Raises ``BenchError`` if a run fails."""
+    times: list[float] = []
+    for i in range(settings.imports + 1):
+        proc = await asyncio.create_subprocess_exec(
+            server.python, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise BenchError(f"{server.import_stmt!r} failed: {err.decode()[-300:]}")
+        if i:
+            times.append(figure(out.decode(), err.decode()))
+    return times
+
+
+def _import_result(server: Server, metric: str, times: list[float], digits: int) -> dict[str, Any]:
+    return {
+        "server": server.name,
+        metric: round(statistics.median(times), digits),
+        "samples_ms": [round(t, digits) for t in times],
+        "ops": len(times),
+        "valid": True,
+        "problems": [],
+    }
+
+
 async def measure_import(server: Server, workload: Workload, settings: Settings) -> dict[str, Any]:
     """``python -X importtime`` of the server's import statement: the cumulative time of
     everything it imported (the top-level entries after a marker), median of several runs."""
     assert server.import_stmt is not None
     code = f"import sys; sys.stderr.write('@@bench\\n'); {server.import_stmt}"
-    times: list[float] = []
-    for i in range(settings.imports + 1):
-        proc = await asyncio.create_subprocess_exec(
-            server.python,
-            "-X",
-            "importtime",
-            "-c",
-            code,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        _, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise BenchError(f"{server.import_stmt!r} failed: {err.decode()[-300:]}")
-        after = err.decode().split("@@bench\n", 1)[-1]
-        total = sum(int(m[2]) for m in _IMPORT_LINE.finditer(after) if m[3] == "")
-        if i:
-            times.append(total / 1000)
-    return {
-        "server": server.name,
-        "import_ms": round(statistics.median(times), 1),
-        "samples_ms": [round(t, 1) for t in times],
-        "ops": len(times),
-        "valid": True,
-        "problems": [],
-    }
+
+    def cumulative_ms(out: str, err: str) -> float:
+        after = err.split("@@bench\n", 1)[-1]
+        return sum(int(m[2]) for m in _IMPORT_LINE.finditer(after) if m[3] == "") / 1000
+
+    times = await _imports(server, settings, ["-X", "importtime", "-c", code], cumulative_ms)
+    return _import_result(server, "import_ms", times, 1)
 
 
 async def measure_import_cpu(server: Server, workload: Workload, settings: Settings) -> dict[str, Any]:
@@ -329,24 +337,8 @@ async def measure_import_cpu(server: Server, workload: Workload, settings: Setti
     start-up is left out, so that the ratio to ``import asyncio, msgspec`` is the import's."""
     assert server.import_stmt is not None
     code = f"import time, sys\nt0 = time.process_time()\n{server.import_stmt}\nsys.stdout.write(repr(time.process_time() - t0))\n"
-    times: list[float] = []
-    for i in range(settings.imports + 1):
-        proc = await asyncio.create_subprocess_exec(
-            server.python, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
-        out, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise BenchError(f"{server.import_stmt!r} failed: {err.decode()[-300:]}")
-        if i:
-            times.append(float(out) * 1000)
-    return {
-        "server": server.name,
-        "import_cpu_ms": round(statistics.median(times), 2),
-        "samples_ms": [round(t, 2) for t in times],
-        "ops": len(times),
-        "valid": True,
-        "problems": [],
-    }
+    times = await _imports(server, settings, ["-c", code], lambda out, err: float(out) * 1000)
+    return _import_result(server, "import_cpu_ms", times, 2)
 
 
 async def measure(server: Server, workload: Workload, settings: Settings, target: Server | None = None) -> dict[str, Any]:
