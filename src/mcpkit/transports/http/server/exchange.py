@@ -168,7 +168,7 @@ class LateWatches:
     __slots__ = ("_due", "_loop", "_timer")
 
     def __init__(self) -> None:
-        self._due: deque[tuple[float, list[Exchange | None]]] = deque()
+        self._due: deque[tuple[float, list[Exchange]]] = deque()  # an entry is emptied when its exchange ends
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -180,7 +180,7 @@ class LateWatches:
                 return loop.call_later(_WATCH_AFTER, exchange.watch).cancel
             self._loop, self._timer = loop, None  # a new run of the server: nothing of the last one holds
             self._due.clear()
-        entry: list[Exchange | None] = [exchange]
+        entry = [exchange]
         due = loop.time() + _WATCH_AFTER
         self._due.append((due, entry))
         if self._timer is None:
@@ -201,9 +201,7 @@ class LateWatches:
                 return
             due.popleft()
             if entry:
-                exchange = entry[0]
-                if exchange is not None:
-                    exchange.watch()
+                entry[0].watch()
 
 
 # --- the exchange ---------------------------------------------------------------------------------
