@@ -7,7 +7,8 @@ store part (benchmarks/soak/soak_store.py) run against.
 
 Options (all optional): ``--redis URL`` shares tasks, sessions, events and the bus
 through the Redis at URL (prefix ``--prefix``, default ``hostile``; ``--redis-timeout``
-seconds, default 1); ``--auth`` requires a bearer token, ``alice``, ``bob`` or
+seconds, default 30: generous, so that a loaded machine does not decide a test; the
+tests of a failing Redis pass their own); ``--auth`` requires a bearer token, ``alice``, ``bob`` or
 ``carol`` (each its own principal); ``--workers N`` runs N uvicorn worker processes on
 the port; ``--server-option NAME=VALUE`` and ``--store-option NAME=VALUE`` (ints) pass
 an option to ``Server(...)`` or to the task store (``InMemoryTaskStore``, or
@@ -68,7 +69,7 @@ if REDIS_URL is not None:
     store = RedisStore(
         REDIS_URL,
         prefix=_flag("--prefix") or "hostile",
-        timeout=float(_flag("--redis-timeout") or 1.0),
+        timeout=float(_flag("--redis-timeout") or 30.0),
         heartbeat=0.5,
         **_options("--store-option", RedisStore),
     )
