@@ -1,6 +1,6 @@
 """The performance regression check: mcpkit against the official SDK (or, for the error
-path, the stdio floor), as ratios, in about two minutes (tests/perf/test_perf_regression.py
-runs it in CI).
+path and ``async def`` tools at 32 in flight, the stdio floor), as ratios, in about two
+minutes (tests/perf/test_perf_regression.py runs it in CI).
 
 Each check starts one mcpkit server and one reference server and keeps both for its
 rounds: after a warm-up, short bursts of load alternate between the two (A B, then B A,
@@ -47,12 +47,25 @@ class Check:
     #: the stdlib) where the official SDK is no fixed reference (it renders each exception's
     #: traceback with rich when rich is installed, as in the test environment: ~1 s a call).
     reference: str = "mcp"
+    #: The mcpkit server measured (benchmarks/perf/mcpbench/servers.py): its ``async def`` twin
+    #: holds the path without the worker-thread hop to the floor.
+    server: str = "mcpkit"
 
 
 CHECKS = [
     Check("stdio_echo_c1", "stdio echo, 1 in flight", "stdio", Echo(), 3.0),
     Check("stdio_echo_c32", "stdio echo, 32 in flight", "stdio", Echo(), 10.0, concurrency=32),
     Check("stdio_error", "stdio tool that raises", "stdio", Fail(), 0.2, reference="floor"),
+    Check(
+        "stdio_echo_c32_async",
+        "stdio echo, 32 in flight, async def tools",
+        "stdio",
+        Echo(),
+        0.4,
+        concurrency=32,
+        reference="floor",
+        server="mcpkit-async",
+    ),
     Check("http_echo_c16", "HTTP echo, 16 connections", "http", Echo(), 1.5, concurrency=16),
     Check("stdio_list500", "tools/list of 500 tools", "stdio", ListTools(expect=503), 8.0, tools=500, burst=2.5),
 ]
@@ -156,7 +169,7 @@ async def attempt(check: Check, ours: Server, theirs: Server, args: argparse.Nam
 
 
 async def run_check(check: Check, interpreters: Interpreters, args: argparse.Namespace) -> dict[str, Any]:
-    ours, theirs = server("mcpkit", interpreters), server(check.reference, interpreters)
+    ours, theirs = server(check.server, interpreters), server(check.reference, interpreters)
     report: dict[str, Any] = {
         "id": check.id,
         "title": check.title,
