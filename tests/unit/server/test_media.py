@@ -10,6 +10,7 @@ import pathlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 import pytest
 
 from mcpkit import (
@@ -94,6 +95,14 @@ def media_server(folder: pathlib.Path) -> Server:
         return ["an image and a sound:", Image(PNG), AudioMedia(WAV), TextContent(text="done")]  # type: ignore[list-item]
 
     @server.tool
+    def loose() -> list:  # type: ignore[type-arg]  # a bare list: its schema wraps an array of anything
+        return ["a picture:", Image(PNG)]
+
+    @server.tool
+    def anything() -> list[Any]:
+        return [Image(PNG), TextContent(text="done")]
+
+    @server.tool
     def attachment(name: str) -> File:
         return File(path=folder / name)
 
@@ -133,7 +142,7 @@ async def test_media_as_results_contents_and_messages(tmp_path: pathlib.Path, ki
     png64, wav64 = base64.b64encode(PNG).decode(), base64.b64encode(WAV).decode()
     async with connected(media_server(tmp_path), kind, era) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert all(tool.output_schema is None for tool in tools.values())  # content, not data
+        assert all(tools[name].output_schema is None for name in ("picture", "mixed", "attachment"))  # content, not data
         assert (await client.call_tool("picture")).content == [ImageContent(data=png64, mime_type="image/png")]
         assert (await client.call_tool("mixed")).content == [
             TextContent(text="an image and a sound:"),
@@ -141,6 +150,17 @@ async def test_media_as_results_contents_and_messages(tmp_path: pathlib.Path, ki
             AudioContent(data=wav64, mime_type="audio/wav"),
             TextContent(text="done"),
         ]
+        # a list of anything: the blocks are content, and the declared result as well
+        for name, blocks in (
+            ("loose", [TextContent(text="a picture:"), ImageContent(data=png64, mime_type="image/png")]),
+            ("anything", [ImageContent(data=png64, mime_type="image/png"), TextContent(text="done")]),
+        ):
+            schema = tools[name].output_schema
+            assert schema is not None
+            assert schema["properties"]["result"]["type"] == "array"
+            result = await client.call_tool(name)
+            assert (result.is_error, result.content) == (False, blocks)
+            assert result.structured_content == {"result": [msgspec.to_builtins(b) for b in blocks]}
         (text_file,) = (await client.call_tool("attachment", {"name": "data.json"})).content
         assert isinstance(text_file, EmbeddedResource)
         assert (text_file.resource.uri, text_file.resource.mime_type, text_file.resource.text) == (

@@ -282,10 +282,11 @@ def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) 
     """Turn what a tool returned into a :class:`CallToolResult`.
 
     ``str`` becomes text; content blocks pass through, and :mod:`..media` values
-    become blocks (also in a list of blocks, where strings are text blocks); ``None`` is
-    empty; other
-    values are JSON text, and also ``structuredContent`` when the tool declares an
-    output schema (``wrap`` puts them under ``"result"``).
+    become blocks (also in a list of blocks, where strings are text blocks; a tool whose
+    schema wraps a list, ``-> list``, also gets the blocks as ``structuredContent``
+    under ``"result"``); ``None`` is empty; other values are JSON text, and also
+    ``structuredContent`` when the tool declares an output schema (``wrap`` puts them
+    under ``"result"``).
     """
     if isinstance(value, CallToolResult):
         return value
@@ -296,7 +297,10 @@ def to_call_result(value: Any, *, structured: bool = False, wrap: bool = False) 
     if isinstance(value, Media):
         return CallToolResult(content=[value.to_content()])
     if isinstance(value, (list, tuple)) and _is_content_list(value):
-        return CallToolResult(content=[_block(v) for v in value])
+        blocks = [_block(v) for v in value]
+        if structured and wrap:  # a bare ``-> list`` (any items): the blocks are its declared result too
+            return CallToolResult(content=blocks, structured_content={"result": msgspec.to_builtins(blocks)})
+        return CallToolResult(content=blocks)
     if value is None and not structured:
         return CallToolResult(content=[])
     data = _to_builtins(value)
