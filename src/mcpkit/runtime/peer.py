@@ -402,6 +402,8 @@ class Peer:
         tasks = [t for t in self._tasks if not t.done()]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)
+            # a progress callback's task, also in the set, leaves it by its own done callback,
+            # which runs before the one added here: that one then does nothing for it
             for t in pending:
                 self._cancel_request(t)
             if pending:
