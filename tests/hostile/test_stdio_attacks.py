@@ -280,6 +280,38 @@ async def test_the_memory_pair_holds_messages_while_the_peer_is_at_its_bound() -
     await server_peer.close()
 
 
+async def test_requests_cancelled_before_their_handlers_start_free_their_place() -> None:
+    """A request and its cancellation on one loop turn: the handler never starts, no
+    answer goes out, and the request stops counting towards ``max_in_flight`` (the
+    peer's own bookkeeping runs when a handler ends; one that never started is counted
+    out by the cancellation). Reading resumes, and the requests after it are served."""
+    client_end, server_end = memory_pair()
+    limit, cancelled = 3, 2
+    started: list[Any] = []
+
+    async def on_request(ev: RequestReceived) -> Any:
+        started.append(ev.id)
+        return {}
+
+    replies: list[int] = []
+    server_peer = Peer(server_end, on_request=on_request, max_in_flight=limit)
+    await server_peer.start()
+    await client_end.start(lambda data: replies.append(json.loads(data)["id"]), lambda reason: None)
+    for rid in range(cancelled):  # cancelled on the turn they arrive, before their tasks run
+        client_end.send(b'{"jsonrpc":"2.0","id":%d,"method":"x"}' % rid)
+        client_end.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}' % rid)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert (started, replies, server_peer.in_flight) == ([], [], 0)
+    for rid in range(cancelled, cancelled + 2 * limit):  # were they still counted, reading would pause for good
+        client_end.send(b'{"jsonrpc":"2.0","id":%d,"method":"x"}' % rid)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert sorted(replies) == list(range(cancelled, cancelled + 2 * limit))
+    assert server_peer.in_flight == 0
+    await server_peer.close()
+
+
 async def test_a_paused_spawned_process_transport_reads_nothing_until_resumed() -> None:
     """The client's side: paused, it hands on none of the server's answers and stops
     reading them, so the server, whose stdout backs up, stops reading too."""

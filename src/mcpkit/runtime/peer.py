@@ -97,7 +97,7 @@ class Peer:
         self._max_message_size = max_message_size
         self._loop = asyncio.get_running_loop()
         self._progress: dict[RequestId, ProgressCallback] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
         self.closed: asyncio.Future[str] = self._loop.create_future()
         pausable = max_in_flight is not None and isinstance(transport, Pausable)
         #: Inbound requests read and not yet finished; reading pauses at the bound.
@@ -148,10 +148,11 @@ class Peer:
         kind = type(ev)
         if kind is RequestReceived:
             assert isinstance(ev, RequestReceived)
+            # no done callback: _serve does the bookkeeping as it ends (a callback would cost
+            # the loop one more turn per request), and _cancel_request adds one where needed
             task = self._loop.create_task(self._serve(ev))
             self.engine.attach(ev.id, task)
             self._tasks.add(task)
-            task.add_done_callback(self._request_done)
             self._in_flight += 1
             self._pause_if_full()
         elif kind is ResponseReceived:
@@ -176,7 +177,7 @@ class Peer:
         elif kind is CancelReceived:
             assert isinstance(ev, CancelReceived)
             if ev.handle is not None:
-                ev.handle.cancel()
+                self._cancel_request(ev.handle)
         elif kind is Reply:
             assert isinstance(ev, Reply)
             self.transport.send(ev.data)
@@ -186,8 +187,13 @@ class Peer:
             self._paused = True
             self._reading.pause_reading()
 
-    def _request_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
+    def _request_done(self, task: asyncio.Future[Any] | None) -> None:
+        """An inbound request is finished: it no longer counts, and reading resumes
+        below the bound. Once per request: called again (or for a task not ours), it
+        does nothing."""
+        if task is None or task not in self._tasks:
+            return
+        self._tasks.remove(task)
         self._in_flight -= 1
         if self._paused and self._in_flight < self._max_in_flight:
             self._paused = False  # before resuming: the transport may deliver at once
@@ -203,30 +209,40 @@ class Peer:
         except Exception:
             logger.exception("progress callback failed")
 
+    def _cancel_request(self, task: asyncio.Future[Any]) -> None:
+        """Cancel an inbound request's task. A task cancelled before its first step never
+        runs :meth:`_serve`, whose end does the request's bookkeeping: its done callback
+        does it then (and nothing when :meth:`_serve` did)."""
+        task.cancel()
+        task.add_done_callback(self._request_done)
+
     async def _serve(self, ev: RequestReceived) -> None:
         # run_request's steps, inlined: this is every request's path on stdio.
         engine, rid = self.engine, ev.id
         try:
-            result = await self._on_request(ev)
-        except asyncio.CancelledError:
-            answer = self._cancelled_answer
-            if answer is None:
-                engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
-                raise
-            data = engine.respond_error(rid, answer)  # a shutdown the peer is told of
-        except BaseException as exc:  # of any type: only this request fails
-            data, _ = respond_failure(engine, rid, ev.method, exc)
-        else:
             try:
-                data = engine.respond(rid, result)
-            except (TypeError, ValueError, msgspec.EncodeError):
-                data, _ = respond(engine, rid, ev.method, result)  # logs it, answers -32603
-        if data is not None:  # the transport drops it if it can no longer write
-            if self._in_flight > 1 and self._turns is not None:  # more answers are likely in this turn
-                self._turns.send_in_turn(data)
+                result = await self._on_request(ev)
+            except asyncio.CancelledError:
+                answer = self._cancelled_answer
+                if answer is None:
+                    engine.abandon(rid)  # cancelled by the peer or by shutdown: no response
+                    raise
+                data = engine.respond_error(rid, answer)  # a shutdown the peer is told of
+            except BaseException as exc:  # of any type: only this request fails
+                data, _ = respond_failure(engine, rid, ev.method, exc)
             else:
-                self.transport.send(data)
-            await self.transport.drain()
+                try:
+                    data = engine.respond(rid, result)
+                except (TypeError, ValueError, msgspec.EncodeError):
+                    data, _ = respond(engine, rid, ev.method, result)  # logs it, answers -32603
+            if data is not None:  # the transport drops it if it can no longer write
+                if self._in_flight > 1 and self._turns is not None:  # more answers are likely in this turn
+                    self._turns.send_in_turn(data)
+                else:
+                    self.transport.send(data)
+                await self.transport.drain()
+        finally:
+            self._request_done(asyncio.current_task(self._loop))
 
     def _on_close(self, reason: str | None) -> None:
         if self.closed.done():
@@ -386,8 +402,10 @@ class Peer:
         tasks = [t for t in self._tasks if not t.done()]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)
+            # a progress callback's task, also in the set, leaves it by its own done callback,
+            # which runs before the one added here: that one then does nothing for it
             for t in pending:
-                t.cancel()
+                self._cancel_request(t)
             if pending:
                 await asyncio.wait(pending)
 

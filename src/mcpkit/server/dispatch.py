@@ -67,7 +67,7 @@ from ..protocol.versions import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIO
 from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
 from ..stores.errors import StoreUnavailable
-from .context import Call, Context
+from .context import Call, Context, request_context
 from .features import completions, logging, prompts, resources, skills, subscriptions, tasks, tools
 from .interaction import Asker, InputRequired, LiveAsker, NoAsker, ReplayAsker
 from .lifespan import LifespanRunner
@@ -207,7 +207,7 @@ class Dispatcher:
         settings = registry.settings
         asker = self._asker(policy, method, params, head, outbound)
         call = Call(session, outbound, asker, policy, params_size=len(raw_params))
-        ctx = Context(
+        ctx = request_context(
             request_id=request.id,
             method=method,
             policy=policy,
@@ -216,7 +216,7 @@ class Dispatcher:
             client_capabilities=caps,
             meta=meta if meta is not None else {},
             raw_params=raw_params,
-            outbound=call,
+            call=call,
             log_level=level,
             max_text=settings.max_error_text,
             ask_timeout=settings.ask_timeout,

@@ -298,10 +298,15 @@ class ServerStdio:
 
     def send(self, data: bytes) -> None:
         """Write one message and its newline, after those given to :meth:`send_in_turn`
-        in this turn. Never raises; dropped once stdout is gone."""
+        in this turn (a short one in the same write as they). Never raises; dropped once
+        stdout is gone."""
         writer = self._writer
         if writer is not None:
             if self._batch:
+                if len(data) < _JOIN_BELOW:  # the last answer of a turn, say: joined to the others
+                    self._batch.append(data)
+                    self._flush()
+                    return
                 self._flush()
             if not writer.is_closing():
                 bulk = self._bulk
