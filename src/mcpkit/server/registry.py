@@ -32,11 +32,11 @@ from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
 from .session import Session
 from .settings import Settings
-from .skills import SkillCatalog, SkillFileResource
 
-if TYPE_CHECKING:  # server/transform.py is imported by the first transformation, server/tasks.py by the first task
+if TYPE_CHECKING:  # loaded when used: server/transform.py, server/tasks.py and server/skills.py (start-up cost)
     from ..protocol.types import Tool
     from ..stores.tasks import TaskStore
+    from .skills import SkillCatalog
     from .tasks import TaskManager
     from .transform import ToolTransform
 
@@ -316,8 +316,19 @@ class Registry:
         self.remote: Remote | None = None
         #: Tools offered transformed, in place of their sources (server/transform.py).
         self.transforms = Transforms()
-        #: The skills served (server/skills.py); their files are in :attr:`resources`.
-        self.skills = SkillCatalog(self)
+        self._skills: SkillCatalog | None = None
+
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills served (server/skills.py); their files are in :attr:`resources`.
+        The catalog is made when first asked for (a skill added, a skills request, the
+        ``directoryRead`` setting). Never raises."""
+        catalog = self._skills
+        if catalog is None:
+            from .skills import SkillCatalog  # loaded with the first skill: start-up cost of the servers without
+
+            catalog = self._skills = SkillCatalog(self)
+        return catalog
 
     @property
     def tasks(self) -> TaskManager:
@@ -455,7 +466,11 @@ class Registry:
         self.announce(_LIST_OF[kind])
 
     def _not_a_skill_file(self, kind: str, key: str) -> None:
-        if kind == "resource" and isinstance(self.resources.get(key), SkillFileResource):
+        if kind != "resource":
+            return
+        from .skills import SkillFileResource  # loaded when used, as the catalog is (start-up cost)
+
+        if isinstance(self.resources.get(key), SkillFileResource):
             raise ValueError(f"{key} is a file of a skill: remove the skill (Server.remove_skill) or change it")
 
     def scopes_for(self, method: str, params: Any) -> tuple[str, ...]:
@@ -717,8 +732,9 @@ class Registry:
         extensions: dict[str, Any] = dict(declared) if isinstance(declared, dict) else {}  # MCP Apps: both eras
         if self.runs_tasks():
             extensions[TASKS_EXTENSION] = {}
-        if self.skills:
-            extensions[SKILLS_EXTENSION] = {"directoryRead": True} if self.skills.directory_read else {}
+        skills = self._skills  # None: no skill was ever added (the catalog is made with the first)
+        if skills:
+            extensions[SKILLS_EXTENSION] = {"directoryRead": True} if skills.directory_read else {}
         elif self.remote is not None and self.remote.skills is not None:
             extensions[SKILLS_EXTENSION] = dict(self.remote.skills)
         if extensions:
