@@ -237,12 +237,21 @@ class _Converter(msgspec.Struct, frozen=True):
         return content if convert is None else convert(content)
 
 
+_form_schema: Callable[[Any], dict[str, Any]] | None = None  # forms.form_schema, once loaded
+
+
 def elicitation_schema(schema_or_model: Any) -> dict[str, Any]:
     """The ``requestedSchema`` of an elicitation asked with ``schema_or_model``
     (:func:`~.forms.form_schema`). Raises ``ValueError`` for one elicitation cannot carry."""
-    from .forms import form_schema  # loaded with the first elicitation: start-up cost of the servers that ask nothing
+    global _form_schema
+    convert = _form_schema
+    if convert is None:
+        # loaded with the first elicitation: start-up cost of the servers that ask nothing (kept
+        # here, as an import statement on every call costs thousands of instructions)
+        from .forms import form_schema
 
-    return form_schema(schema_or_model)
+        convert = _form_schema = form_schema
+    return convert(schema_or_model)
 
 
 def content_converter(schema_or_model: Any) -> _Converter | None:
