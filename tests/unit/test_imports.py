@@ -43,9 +43,9 @@ def test_a_server_program_does_not_import_what_only_some_servers_use() -> None:
     definitions, the tool transformations, the mounting code, the URI-template matcher,
     the stdio transport and the environment's settings (until the server runs), the
     session store, the MCP Apps messages between a host and its view, the task manager
-    and store, the skills catalog, the tasks and skills requests' handlers, the
-    elicitation forms and the worker threads' queue (until a plain ``def`` tool is
-    called): they are loaded when used — not by constructing a server either."""
+    and store, the skills catalog, the tasks and skills requests' handlers and the
+    worker threads' queue (until a plain ``def`` tool is called): they are loaded when
+    used — not by constructing a server either."""
     code = (
         "import sys; from mcpkit import Server; server = Server('s'); server.tool(lambda text: text, name='echo'); "
         "print(sorted(m for m in ('secrets', 'hashlib', 'random', 'urllib.parse', 'mimetypes', 'pathlib',"
@@ -54,7 +54,7 @@ def test_a_server_program_does_not_import_what_only_some_servers_use() -> None:
         " 'mcpkit.server.mount', 'mcpkit.server.definitions.uri_template', 'mcpkit.server.environment',"
         " 'mcpkit.transports.stdio.server', 'mcpkit.stores.sessions', 'mcpkit.protocol.app_views',"
         " 'mcpkit.server.tasks', 'mcpkit.stores.tasks', 'mcpkit.server.skills', 'mcpkit.server.features.tasks',"
-        " 'mcpkit.server.features.skills', 'mcpkit.server.forms')"
+        " 'mcpkit.server.features.skills')"
         " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

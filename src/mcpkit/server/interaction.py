@@ -30,6 +30,7 @@ from ..protocol.interactive import InputRequest, InputRequiredResult, decode_ans
 from ..protocol.request_state import StateSealer, new_exchange_id, request_digest
 from ..protocol.types import Result
 from ..runtime.outbound import Outbound
+from .forms import form_schema as elicitation_schema
 from .schema import converter_for
 
 __all__ = [
@@ -235,23 +236,6 @@ class _Converter(msgspec.Struct, frozen=True):
     def __call__(self, content: dict[str, Any]) -> Any:
         convert = converter_for(self.tp)
         return content if convert is None else convert(content)
-
-
-_form_schema: Callable[[Any], dict[str, Any]] | None = None  # forms.form_schema, once loaded
-
-
-def elicitation_schema(schema_or_model: Any) -> dict[str, Any]:
-    """The ``requestedSchema`` of an elicitation asked with ``schema_or_model``
-    (:func:`~.forms.form_schema`). Raises ``ValueError`` for one elicitation cannot carry."""
-    global _form_schema
-    convert = _form_schema
-    if convert is None:
-        # loaded with the first elicitation: start-up cost of the servers that ask nothing (kept
-        # here, as an import statement on every call costs thousands of instructions)
-        from .forms import form_schema
-
-        convert = _form_schema = form_schema
-    return convert(schema_or_model)
 
 
 def content_converter(schema_or_model: Any) -> _Converter | None:
