@@ -18,11 +18,13 @@ import contextvars
 import functools
 import inspect
 import os
-import queue
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # loaded with the first worker thread (start-up cost): _Pool.submit
+    import queue
 
 __all__ = ["run_sync", "is_async_callable", "call_handler"]
 
@@ -88,9 +90,12 @@ def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
 
 
 class _Pool:
+    #: The jobs waiting for an idle thread: made with the first thread, before any job
+    #: can be put there (a job is queued only when a thread is idle).
+    _jobs: queue.SimpleQueue[_Job]
+
     def __init__(self, max_workers: int) -> None:
         self.max_workers = max_workers
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
         self._threads = 0
@@ -99,6 +104,10 @@ class _Pool:
         with self._lock:
             spawn = self._idle == 0 and self._threads < self.max_workers
             if spawn:
+                if not self._threads:
+                    import queue  # with the first thread: start-up cost of the programs that never start one
+
+                    self._jobs = queue.SimpleQueue()
                 self._threads += 1
             else:
                 self._idle -= 1  # reserve an idle thread for this job

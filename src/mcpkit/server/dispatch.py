@@ -68,7 +68,7 @@ from ..protocol.wire_errors import bounded, internal_error
 from ..runtime.outbound import Outbound
 from ..stores.errors import StoreUnavailable
 from .context import Call, Context, request_context
-from .features import completions, logging, prompts, resources, skills, subscriptions, tasks, tools
+from .features import completions, logging, prompts, resources, subscriptions, tools
 from .interaction import Asker, InputRequired, LiveAsker, NoAsker, ReplayAsker
 from .lifespan import LifespanRunner
 from .registry import Registry, run_middleware
@@ -89,6 +89,7 @@ async def _ping(reg: Registry, ctx: Context, call: Call, params: Any) -> EmptyRe
 
 
 #: method -> (params type, handler). Which era has which method is the policies' call.
+#: The methods of the tasks and skills extensions are added by :data:`_LATER`.
 _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "ping": (Params, _ping),
     "tools/list": (CursorParams, tools.list_tools),
@@ -103,12 +104,36 @@ _METHODS: Final[dict[str, tuple[type[Any], MethodHandler]]] = {
     "resources/subscribe": (ReadResourceParams, subscriptions.subscribe),
     "resources/unsubscribe": (ReadResourceParams, subscriptions.unsubscribe),
     "subscriptions/listen": (subscriptions.ListenParams, subscriptions.listen),
-    "tasks/get": (TaskIdParams, tasks.get_task),
-    "tasks/update": (UpdateTaskParams, tasks.update_task),
-    "tasks/cancel": (TaskIdParams, tasks.cancel_task),
-    "skills/list": (CursorParams, skills.list_skills),
-    "skills/get": (GetSkillParams, skills.get_skill),
-    DIRECTORY_READ: (DirectoryReadParams, skills.read_directory),
+}
+
+
+def _task_methods() -> dict[str, tuple[type[Any], MethodHandler]]:
+    """The tasks extension's entries of the method table (docs/tasks.md)."""
+    from .features import tasks  # loaded with the first tasks/* request: start-up cost of the servers without
+
+    return {
+        "tasks/get": (TaskIdParams, tasks.get_task),
+        "tasks/update": (UpdateTaskParams, tasks.update_task),
+        "tasks/cancel": (TaskIdParams, tasks.cancel_task),
+    }
+
+
+def _skill_methods() -> dict[str, tuple[type[Any], MethodHandler]]:
+    """The skills extension's entries of the method table (docs/skills.md)."""
+    from .features import skills  # loaded with the first skills request: start-up cost of the servers without
+
+    return {
+        "skills/list": (CursorParams, skills.list_skills),
+        "skills/get": (GetSkillParams, skills.get_skill),
+        DIRECTORY_READ: (DirectoryReadParams, skills.read_directory),
+    }
+
+
+#: The methods of the extensions most servers do not serve -> what makes their entries of
+#: the method table, added to a dispatcher's table at the first such request.
+_LATER: Final[dict[str, Callable[[], dict[str, tuple[type[Any], MethodHandler]]]]] = {
+    **dict.fromkeys(("tasks/get", "tasks/update", "tasks/cancel"), _task_methods),
+    **dict.fromkeys(("skills/list", "skills/get", DIRECTORY_READ), _skill_methods),
 }
 
 
@@ -197,7 +222,7 @@ class Dispatcher:
             return self._initialize(request.params, session)
         spec = self._methods.get(method)
         if spec is None:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
+            spec = self._later(method)
         params_type, handler = spec
         raw_params = request.params
         if method == "subscriptions/listen":  # what a listen holds for its life: checked before decoding
@@ -240,6 +265,15 @@ class Dispatcher:
         if isinstance(result, Task) and result.result_type == TASK_RESULT:  # the call became a task (server/tasks.py)
             return msgspec.structs.replace(result, meta=self._server_meta)
         return policy.finish_result(result, self._server_meta, settings)
+
+    def _later(self, method: str) -> tuple[type[Any], MethodHandler]:
+        """The table entry of ``method`` when it is one of :data:`_LATER`'s (the entries
+        of its extension added to the table now). Raises -32601 for any other method."""
+        entries = _LATER.get(method)
+        if entries is None:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {flatten_text(method, 256)}")
+        self._methods.update(entries())
+        return self._methods[method]
 
     def _asker(self, policy: EraPolicy, method: str, params: Any, head: RequestHead, outbound: Outbound) -> Asker:
         """How this request's handler asks the client: requests on the wire (legacy),

@@ -21,14 +21,13 @@ if TYPE_CHECKING:
 from ..protocol.apps import UI_MIME_TYPE, UiCsp, UiPermissions
 from ..protocol.types import Icon, ToolAnnotations
 from .apps import check_ui_uri, is_ui_resource, tool_meta_with_ui, ui_resource_meta
-from .definitions.options import ToolOptions
+from .definitions.options import ToolOptions, task_mode
 from .definitions.prompts import PromptDef
 from .definitions.resources import TemplateDef, resource_from_function
 from .definitions.tools import tool_from_function, tool_from_schema
 from .filters import with_tags
 from .injection import Provider, callable_name
 from .registry import Middleware, Registry
-from .tasks import task_mode
 
 __all__ = ["Registration"]
 

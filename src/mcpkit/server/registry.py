@@ -24,7 +24,6 @@ from ..protocol.cursors import decode_cursor, encode_cursor
 from ..protocol.headers import HeaderRules, x_mcp_header_map
 from ..protocol.skills import SKILLS_EXTENSION
 from ..protocol.tasks import TASKS_EXTENSION
-from ..stores.tasks import InMemoryTaskStore
 from .apps import is_ui_resource
 from .changes import ChangeHub
 from .context import Call, Context
@@ -33,14 +32,15 @@ from .definitions.resources import ResourceDef, TemplateDef
 from .definitions.tool_def import ToolDef
 from .session import Session
 from .settings import Settings
-from .skills import SkillCatalog, SkillFileResource
-from .tasks import TaskManager
 
-if TYPE_CHECKING:  # server/transform.py is imported by the first transformation
+if TYPE_CHECKING:  # loaded when used: server/transform.py, server/tasks.py and server/skills.py (start-up cost)
     from ..protocol.types import Tool
+    from ..stores.tasks import TaskStore
+    from .skills import SkillCatalog
+    from .tasks import TaskManager
     from .transform import ToolTransform
 
-__all__ = ["Registry", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind", "key_of"]
+__all__ = ["Registry", "TaskSetup", "Middleware", "CallNext", "Mounted", "Remote", "run_middleware", "Kind", "key_of"]
 
 T = TypeVar("T")
 #: What a registry offers, by kind: ``"tool"``, ``"prompt"``, ``"resource"`` (keyed by
@@ -251,16 +251,51 @@ class Transforms:
         return out
 
 
+class TaskSetup:
+    """What a server's tasks are kept with (``Server(task_store=, task_ttl=,
+    task_poll_interval=)``, checked there), and its task manager once one is needed.
+
+    The manager (server/tasks.py, with the default store of stores/tasks.py) is made by
+    :meth:`manager` at the first request that needs it — a call of a tool that may run
+    as a task, a ``tasks/*`` request, a listen for tasks — not with the server: most
+    servers have no task tool. A registry and its snapshots share one setup, so one
+    manager."""
+
+    __slots__ = ("_made", "poll_interval", "store", "ttl")
+
+    def __init__(self, store: TaskStore | None = None, *, ttl: float = 3600.0, poll_interval: float = 1.0) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.poll_interval = poll_interval
+        self._made: TaskManager | None = None
+
+    def manager(self, hub: ChangeHub, settings: Settings) -> TaskManager:
+        """The task manager, made on the first call (on ``store``, or a new
+        :class:`~mcpkit.InMemoryTaskStore`) with ``hub`` and ``settings``. Never raises."""
+        made = self._made
+        if made is None:
+            # loaded with the first task: start-up cost of the servers that have none
+            from .tasks import TaskManager
+
+            store = self.store
+            if store is None:
+                from ..stores.tasks import InMemoryTaskStore  # the default store: likewise
+
+                store = InMemoryTaskStore()
+            made = self._made = TaskManager(store, hub, settings, ttl=self.ttl, poll_interval=self.poll_interval)
+        return made
+
+
 class Registry:
     """The server's registered features; registration raises ``ValueError`` for a
     duplicate name or URI."""
 
-    def __init__(self, settings: Settings, hub: ChangeHub, tasks: TaskManager | None = None) -> None:
+    def __init__(self, settings: Settings, hub: ChangeHub, tasks: TaskSetup | None = None) -> None:
         self.settings = settings
         #: Where list changes and resource updates are published and fanned out.
         self.hub = hub
-        #: The tasks of the tasks extension (docs/tasks.md).
-        self.tasks = tasks if tasks is not None else TaskManager(InMemoryTaskStore(), hub, settings)
+        #: How the tasks of the tasks extension are kept (docs/tasks.md): :attr:`tasks`.
+        self.task_setup = tasks if tasks is not None else TaskSetup()
         self.tools: dict[str, ToolDef] = {}
         self.resources: dict[str, ResourceDef] = {}
         self.templates: list[TemplateDef] = []
@@ -281,8 +316,25 @@ class Registry:
         self.remote: Remote | None = None
         #: Tools offered transformed, in place of their sources (server/transform.py).
         self.transforms = Transforms()
-        #: The skills served (server/skills.py); their files are in :attr:`resources`.
-        self.skills = SkillCatalog(self)
+        self._skills: SkillCatalog | None = None
+
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills served (server/skills.py); their files are in :attr:`resources`.
+        The catalog is made when first asked for (a skill added, a skills request, the
+        ``directoryRead`` setting). Never raises."""
+        catalog = self._skills
+        if catalog is None:
+            from .skills import SkillCatalog  # loaded with the first skill: start-up cost of the servers without
+
+            catalog = self._skills = SkillCatalog(self)
+        return catalog
+
+    @property
+    def tasks(self) -> TaskManager:
+        """The task manager of the tasks extension (docs/tasks.md), made when first
+        asked for (:class:`TaskSetup`). Never raises."""
+        return self.task_setup.manager(self.hub, self.settings)
 
     # --- what changed, announced here and where this registry is mounted -------------------------
 
@@ -414,7 +466,11 @@ class Registry:
         self.announce(_LIST_OF[kind])
 
     def _not_a_skill_file(self, kind: str, key: str) -> None:
-        if kind == "resource" and isinstance(self.resources.get(key), SkillFileResource):
+        if kind != "resource":
+            return
+        from .skills import SkillFileResource  # loaded when used, as the catalog is (start-up cost)
+
+        if isinstance(self.resources.get(key), SkillFileResource):
             raise ValueError(f"{key} is a file of a skill: remove the skill (Server.remove_skill) or change it")
 
     def scopes_for(self, method: str, params: Any) -> tuple[str, ...]:
@@ -592,7 +648,7 @@ class Registry:
         """A registry offering what this one offers now — its features, their scopes and
         completions, its middleware, its transformations, the servers mounted in it and
         its remote — that later changes here do not reach (``Server.import_server``)."""
-        copy = Registry(self.settings, self.hub, self.tasks)
+        copy = Registry(self.settings, self.hub, self.task_setup)
         copy.tools = dict(self.tools)
         copy._header_rules = dict(self._header_rules)
         copy.resources = dict(self.resources)
@@ -676,8 +732,9 @@ class Registry:
         extensions: dict[str, Any] = dict(declared) if isinstance(declared, dict) else {}  # MCP Apps: both eras
         if self.runs_tasks():
             extensions[TASKS_EXTENSION] = {}
-        if self.skills:
-            extensions[SKILLS_EXTENSION] = {"directoryRead": True} if self.skills.directory_read else {}
+        skills = self._skills  # None: no skill was ever added (the catalog is made with the first)
+        if skills:
+            extensions[SKILLS_EXTENSION] = {"directoryRead": True} if skills.directory_read else {}
         elif self.remote is not None and self.remote.skills is not None:
             extensions[SKILLS_EXTENSION] = dict(self.remote.skills)
         if extensions:

@@ -29,20 +29,19 @@ from ..runtime.outbound import Outbound
 from ..runtime.peer import Peer, check_timeout
 from ..runtime.tracing import TracingOption, check_tracing, trace_server_requests
 from ..stores.bus import Change, InMemoryBus, SubscriptionBus
-from ..stores.tasks import InMemoryTaskStore, TaskStore
 from .changes import ChangeHub, Subscriber, notice
 from .dispatch import Dispatcher
 from .filters import Selection
 from .injection import lifespan_state_type, providers
 from .lifespan import Lifespan, LifespanError, LifespanRunner
 from .registration import Registration
-from .registry import CallNext, Middleware, Registry
+from .registry import CallNext, Middleware, Registry, TaskSetup
 from .session import Session
 from .settings import Setting, Settings, check_limit
 from .stopping import SHUTDOWN_MESSAGE, StopSignals
-from .tasks import TaskManager
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the task store's module is loaded with the first task (registry.TaskSetup)
+    from ..stores.tasks import TaskStore
     from ..transports.base import Transport
     from ..transports.http.app import StreamableHTTPApp
 
@@ -173,13 +172,7 @@ class Server(Registration):
         )
         settings.hold(self)
         hub = ChangeHub(bus if bus is not None else InMemoryBus())
-        tasks = TaskManager(
-            task_store if task_store is not None else InMemoryTaskStore(),
-            hub,
-            settings,
-            ttl=check_timeout(task_ttl),
-            poll_interval=check_timeout(task_poll_interval),
-        )
+        tasks = TaskSetup(task_store, ttl=check_timeout(task_ttl), poll_interval=check_timeout(task_poll_interval))
         super().__init__(Registry(settings, hub, tasks), providers(lifespan_state_type(lifespan)))
         self._lifespan = LifespanRunner(self, lifespan)
         self._dispatcher = Dispatcher(self._registry, self.info, instructions, self._lifespan)

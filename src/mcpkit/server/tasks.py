@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
@@ -46,34 +46,16 @@ from ..stores.errors import StoreUnavailable
 from ..stores.tasks import TaskRecord, TaskStore, TaskStoreFull
 from .changes import ChangeHub
 from .context import Call, Context
+from .definitions.options import TaskMode
 from .interaction import Asker, TaskAsker
 from .settings import Settings
 
-__all__ = ["TaskManager", "TaskOffer", "NoTask", "RunningTask", "TaskMode", "task_mode", "MAX_WATCHED_TASKS"]
+__all__ = ["TaskManager", "TaskOffer", "NoTask", "RunningTask"]
 
 log = logging.getLogger("mcpkit.server")
 
-#: How a tool runs for a client that declared the extension: as a task when it can
-#: (``"optional"``), only as a task (``"required"``: -32021 for other clients), as a task
-#: from the moment its handler calls ``ctx.start_task()`` (``"deferred"``), or never (None).
-TaskMode = Literal["optional", "required", "deferred"] | None
-#: How many task ids one ``subscriptions/listen`` may watch.
-MAX_WATCHED_TASKS: Final = 1000
 _encode = msgspec.json.Encoder().encode
 _WAITING: Final = "Waiting for the client's input"
-
-
-def task_mode(task: bool | str) -> TaskMode:
-    """The :data:`TaskMode` of ``@server.tool(task=...)``: True is ``"optional"``.
-    Raises ``ValueError`` for anything else than a bool, ``"optional"``, ``"required"``
-    or ``"deferred"``."""
-    if task is True or task == "optional":
-        return "optional"
-    if task == "required" or task == "deferred":
-        return task
-    if task is False:
-        return None
-    raise ValueError("task must be True, False, 'optional', 'required' or 'deferred'")
 
 
 def _iso(seconds: float) -> str:

@@ -36,7 +36,7 @@ from mcpkit import (
     TextContent,
 )
 from mcpkit.protocol.errors import flatten_text
-from mcpkit.server.tasks import task_mode
+from mcpkit.server.definitions.options import task_mode
 from support.serving import serve_in_thread
 from support.wire import modern
 

@@ -41,9 +41,8 @@ from ..interaction import InputRequired
 from ..media import Media
 from ..schema import encode_hook
 from ..settings import check_limit
-from ..tasks import TaskMode
 from ..validate import Validator, compile_schema
-from .options import ToolOptions, wire_icons
+from .options import TaskMode, ToolOptions, wire_icons
 
 __all__ = ["ToolDef", "to_call_result", "tool_failure", "CONTENT_TYPES", "CONTENT_LIKE"]
 

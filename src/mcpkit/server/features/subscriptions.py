@@ -34,9 +34,17 @@ from ..definitions.resources import check_length
 from ..registry import Registry
 from ..session import Session
 from ..settings import Settings
-from ..tasks import MAX_WATCHED_TASKS
 
-__all__ = ["subscribe", "unsubscribe", "listen", "check_size", "ListenParams", "SUBSCRIPTION_ID", "RESOURCE_NOT_FOUND"]
+__all__ = [
+    "subscribe",
+    "unsubscribe",
+    "listen",
+    "check_size",
+    "ListenParams",
+    "SUBSCRIPTION_ID",
+    "RESOURCE_NOT_FOUND",
+    "MAX_WATCHED_TASKS",
+]
 
 #: The ``_meta`` key that tags every message of a modern subscription.
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
@@ -49,6 +57,8 @@ _LIST_FIELDS: Final = {
 }
 #: How many resources one subscription may watch.
 MAX_URIS: Final = 1000
+#: How many task ids one subscription may watch.
+MAX_WATCHED_TASKS: Final = 1000
 
 
 class NotificationFilter(msgspec.Struct, kw_only=True, rename="camel"):

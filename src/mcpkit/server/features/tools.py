@@ -15,7 +15,6 @@ from ...protocol.errors import INVALID_PARAMS, McpError, flatten_text
 from ...protocol.types import CallToolParams, CallToolResult, CursorParams, ListToolsResult, Result
 from ..context import Call, Context, mounted_context
 from ..registry import Registry
-from ..tasks import TaskManager
 
 __all__ = ["list_tools", "call_tool"]
 
@@ -34,12 +33,13 @@ def call_tool(reg: Registry, ctx: Context, call: Call, params: CallToolParams) -
     settings = reg.settings
     # not a coroutine itself, nor are _call and ToolDef.call on the way to the tool: each
     # returns the next one's, so that a call goes through one coroutine frame fewer per layer
-    return _call(reg, reg.tasks, settings.tool_timeout, settings.mask_tool_errors, ctx, call, params)
+    # ``reg`` twice: the second is where a task is kept (its manager made at the first task)
+    return _call(reg, reg, settings.tool_timeout, settings.mask_tool_errors, ctx, call, params)
 
 
 def _call(
     reg: Registry,
-    tasks: TaskManager,
+    root: Registry,
     timeout: float | None,
     mask: bool,
     ctx: Context,
@@ -47,7 +47,8 @@ def _call(
     params: CallToolParams,
 ) -> Coroutine[Any, Any, Result]:
     """:func:`call_tool` on ``reg``, a tool of a mounted server on its registry:
-    ``timeout`` and ``mask`` are what the servers it was mounted in say. A transformed
+    ``timeout`` and ``mask`` are what the servers it was mounted in say, ``root`` is the
+    registry of the server the request came to (whose task manager keeps the tasks). A transformed
     tool (server/transform.py) is called through its transformation."""
     transforms = reg.transforms
     if transforms:
@@ -61,18 +62,18 @@ def _call(
                 # the source's handler and middleware see the request as the source takes it
                 renamed = {"name": transform.source, "arguments": arguments}
                 named = msgspec.structs.replace(params, name=transform.source, arguments=arguments)
-                return _source(reg, tasks, timeout, mask, mounted_context(ctx, renamed, ctx.lifespan), call, named)
+                return _source(reg, root, timeout, mask, mounted_context(ctx, renamed, ctx.lifespan), call, named)
 
             limit = reg.settings.max_error_text
             return transform.call(source[1], params.arguments or {}, ctx, forward, mask=mask, limit=limit)
         if transforms.hides(params.name):
             raise _unknown(params.name)
-    return _source(reg, tasks, timeout, mask, ctx, call, params)
+    return _source(reg, root, timeout, mask, ctx, call, params)
 
 
 async def _source(
     reg: Registry,
-    tasks: TaskManager,
+    root: Registry,
     timeout: float | None,
     mask: bool,
     ctx: Context,
@@ -92,15 +93,15 @@ async def _source(
                 def forward() -> Coroutine[Any, Any, CallToolResult]:
                     return remote.forward(ctx, call, "tools/call", params)
 
-                if remote.runs_tasks and tasks.offered(ctx, call):  # a task upstream becomes one here
-                    return await tasks.call_tool("deferred", params.name, ctx, call, forward)
+                if remote.runs_tasks and root.tasks.offered(ctx, call):  # a task upstream becomes one here
+                    return await root.tasks.call_tool("deferred", params.name, ctx, call, forward)
                 return await forward()
             raise _unknown(params.name)
         mount, name = routed
         inner, local = mount.registry, msgspec.structs.replace(params, name=name)
         nearest = inner.settings.tool_timeout if inner.settings.tool_timeout is not None else timeout
         masked = mask or inner.settings.mask_tool_errors
-        return await mount.run(ctx, {"name": name}, lambda c: _call(inner, tasks, nearest, masked, c, call, local))
+        return await mount.run(ctx, {"name": name}, lambda c: _call(inner, root, nearest, masked, c, call, local))
 
     if td.task is None:
         return await td.call(params.arguments or {}, ctx, mask=mask, limit=settings.max_error_text, timeout=timeout)
@@ -110,7 +111,7 @@ async def _source(
 
     # it may run as a task (server/tasks.py): bad arguments fail the call, not a task
     td.check_arguments(params.arguments or {}, settings.max_error_text)
-    return await tasks.call_tool(td.task, td.name, ctx, call, run)
+    return await root.tasks.call_tool(td.task, td.name, ctx, call, run)
 
 
 def _unknown(name: str) -> McpError:
