@@ -59,7 +59,7 @@ from ..runtime.peer import check_timeout
 from .interaction import Asker, ReplayAsker, content_converter, elicitation_schema, invalid_content
 from .session import Session
 
-__all__ = ["Context", "Call", "request_context", "TaskHook", "LogLevel", "mounted_context", "relay_question", "note_tool_failure"]
+__all__ = ["Context", "Call", "TaskHook", "LogLevel", "mounted_context", "relay_question", "note_tool_failure"]
 
 _log = logging.getLogger("mcpkit.server")
 
@@ -205,43 +205,6 @@ class Context:
         ask_timeout: float = 300.0,
         lifespan: Any = None,
     ) -> None:
-        # The dispatcher passes the Call it made for this request as the outbound (it
-        # carries the session and the asker then); any other outbound gets a call of its own.
-        self._fill(
-            request_id=request_id,
-            method=method,
-            policy=policy,
-            protocol_version=protocol_version,
-            client_info=client_info,
-            client_capabilities=client_capabilities,
-            meta=meta,
-            raw_params=raw_params,
-            call=outbound if isinstance(outbound, Call) else Call(session, outbound, asker, policy),
-            log_level=log_level,
-            max_text=max_text,
-            ask_timeout=ask_timeout,
-            lifespan=lifespan,
-        )
-
-    def _fill(
-        self,
-        *,
-        request_id: RequestId,
-        method: str,
-        policy: EraPolicy,
-        protocol_version: str,
-        client_info: Implementation | None,
-        client_capabilities: dict[str, Any],
-        meta: dict[str, Any],
-        raw_params: msgspec.Raw,
-        call: Call,
-        log_level: str | None,
-        max_text: int,
-        ask_timeout: float,
-        lifespan: Any,
-    ) -> None:
-        """What :meth:`__init__` and :func:`request_context` set: the context of a request
-        served on ``call``."""
         self.request_id = request_id
         self.method = method
         self.era = policy.name
@@ -253,7 +216,9 @@ class Context:
         self._raw_params = raw_params
         self._params: dict[str, Any] | None = None
         self._renamed: dict[str, Any] | None = None
-        self._call = call
+        # The dispatcher passes the Call it made for this request as the outbound (it
+        # carries the session and the asker then); any other outbound gets a call of its own.
+        self._call = outbound if isinstance(outbound, Call) else Call(session, outbound, asker, policy)
         self._log_level = log_level
         self._max_text = max_text
         token = meta.get(meta_keys.PROGRESS_TOKEN)
@@ -596,45 +561,6 @@ class Context:
             return False
         call.become_task(asker)
         return True
-
-
-def request_context(
-    *,
-    request_id: RequestId,
-    method: str,
-    policy: EraPolicy,
-    protocol_version: str,
-    client_info: Implementation | None,
-    client_capabilities: dict[str, Any],
-    meta: dict[str, Any],
-    raw_params: msgspec.Raw,
-    call: Call,
-    log_level: str | None,
-    max_text: int,
-    ask_timeout: float,
-    lifespan: Any,
-) -> Context:
-    """The :class:`Context` of a request the dispatcher serves on ``call`` (the one
-    ``Context(..., outbound=call)`` makes). A function, not the class called: Python
-    3.11 packs the keywords of a call to a class into a dict for its ``__init__``,
-    which for these thirteen costs more than setting every field. Never raises."""
-    ctx = Context.__new__(Context)
-    ctx._fill(
-        request_id=request_id,
-        method=method,
-        policy=policy,
-        protocol_version=protocol_version,
-        client_info=client_info,
-        client_capabilities=client_capabilities,
-        meta=meta,
-        raw_params=raw_params,
-        call=call,
-        log_level=log_level,
-        max_text=max_text,
-        ask_timeout=ask_timeout,
-        lifespan=lifespan,
-    )
-    return ctx
 
 
 def mounted_context(ctx: Context, renamed: dict[str, Any], lifespan: Any) -> Context:
