@@ -80,6 +80,14 @@ async def hostile(server: Hostile, **pool: Any) -> AsyncIterator[tuple[Connectio
             writer.close()
 
 
+async def refused(answer: bytes, match: str | None = None) -> None:
+    """A server answering ``answer`` to every request: the pool refuses it, raising
+    ``RemoteProtocolError`` (whose message matches ``match``, if given)."""
+    async with hostile(Hostile(answer)) as (_pool, client, url):
+        with pytest.raises(httpx.RemoteProtocolError, match=match):
+            await client.get(url)
+
+
 # --- framing ------------------------------------------------------------------------------
 
 
@@ -99,9 +107,7 @@ async def hostile(server: Hostile, **pool: Any) -> AsyncIterator[tuple[Connectio
 )
 async def test_ambiguous_framing_is_refused(fields: bytes) -> None:
     answer = b"HTTP/1.1 200 OK\r\n%b\r\n2\r\nhi\r\n0\r\n\r\n" % fields
-    async with hostile(Hostile(answer)) as (_pool, client, url):
-        with pytest.raises(httpx.RemoteProtocolError):
-            await client.get(url)
+    await refused(answer)
 
 
 async def test_identical_content_lengths_are_one() -> None:
@@ -122,9 +128,7 @@ async def test_chunked_with_a_content_length_is_read_chunked_and_not_reused() ->
 @pytest.mark.parametrize("size", [b"0x2", b"+2", b"0_2", b"2 2", b"1" * 17, b"-0"])
 async def test_lenient_chunk_sizes_are_refused(size: bytes) -> None:
     answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%b\r\nhi\r\n0\r\n\r\n" % size
-    async with hostile(Hostile(answer)) as (_pool, client, url):
-        with pytest.raises(httpx.RemoteProtocolError):
-            await client.get(url)
+    await refused(answer)
 
 
 async def test_a_chunk_size_with_extension_and_whitespace_before_it_is_read() -> None:
@@ -141,9 +145,7 @@ async def test_a_head_over_the_limit_is_refused_even_when_it_arrives_whole(monke
     a limit of 1,000 bytes, and a head of 5,000 in one segment)."""
     monkeypatch.setattr(pool_module, "MAX_HEAD", 1000)
     answer = b"HTTP/1.1 200 OK\r\nX-Big: %b\r\nContent-Length: 0\r\n\r\n" % (b"a" * 5000)
-    async with hostile(Hostile(answer)) as (_pool, client, url):
-        with pytest.raises(httpx.RemoteProtocolError, match="too long"):
-            await client.get(url)
+    await refused(answer, match="too long")
 
 
 @pytest.mark.parametrize(
@@ -158,9 +160,7 @@ async def test_a_head_over_the_limit_is_refused_even_when_it_arrives_whole(monke
 )
 async def test_malformed_fields_are_refused(field: bytes) -> None:
     answer = b"HTTP/1.1 200 OK\r\n%b\r\nContent-Length: 2\r\n\r\nhi" % field
-    async with hostile(Hostile(answer)) as (_pool, client, url):
-        with pytest.raises(httpx.RemoteProtocolError):
-            await client.get(url)
+    await refused(answer)
 
 
 async def test_a_protocol_switch_does_not_put_the_connection_back() -> None:
